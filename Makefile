@@ -1,0 +1,30 @@
+# Two commands on a fresh machine (each creates .venv and installs what it needs):
+#   make train   - the main job: trains the default experiment, reports, exports
+#   make test    - the test suite (what CI runs)
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+export TF_CPP_MIN_LOG_LEVEL ?= 2
+
+.PHONY: train test test-slow lint benchmarks clean
+
+$(STAMP): setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+train: $(STAMP)
+	$(BIN)/keras-nalu train
+
+test: $(STAMP)
+	$(BIN)/ruff check keras_nalu tests examples benchmarks
+	$(BIN)/python -m pytest -n 2 --durations=15 -q
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -n 2 -m slow -q
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,42 @@
+"""Weight constraints: the clamps of the NAU ([-1, 1]) and NMU ([0, 1])."""
+
+import keras
+from keras import ops
+
+from keras_nalu._api import export
+
+
+@export
+class Clip(keras.constraints.Constraint):
+    """Clips every weight element-wise into `[min_value, max_value]`.
+
+    Keras applies a constraint after each optimizer step; the NAU and NMU also
+    clip with the same bounds in their forward pass (seed 001 eq. 5 and 10), so
+    the weights the loss sees are always inside the box.
+
+    Args:
+        min_value: lower bound.
+        max_value: upper bound, `>= min_value`.
+
+    Example:
+
+    >>> import keras, keras_nalu
+    >>> layer = keras.layers.Dense(2, kernel_constraint=keras_nalu.constraints.Clip(-1, 1))
+
+    Reference: Madsen & Johansen (2020), §2.2 and §2.5.
+    """
+
+    def __init__(self, min_value: float = -1.0, max_value: float = 1.0):
+        if min_value > max_value:
+            raise ValueError(
+                "Clip expects min_value <= max_value. "
+                f"Received: min_value={min_value!r}, max_value={max_value!r}"
+            )
+        self.min_value = float(min_value)
+        self.max_value = float(max_value)
+
+    def __call__(self, w):
+        return ops.clip(w, self.min_value, self.max_value)
+
+    def get_config(self):
+        return {"min_value": self.min_value, "max_value": self.max_value}

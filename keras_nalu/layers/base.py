@@ -1,0 +1,113 @@
+"""What every arithmetic unit shares: units, input checks, shapes, dtypes."""
+
+import keras
+from keras import ops
+
+from keras_nalu import constraints as nalu_constraints
+from keras_nalu import initializers as nalu_initializers
+from keras_nalu import regularizers as nalu_regularizers
+from keras_nalu._validation import check_positive_int
+
+LOW_PRECISION = ("float16", "bfloat16")
+
+
+class ArithmeticLayer(keras.layers.Layer):
+    """Base of the units: validates `units`, builds from the last input axis.
+
+    Subclasses implement `build_weights(input_dim)` and `call(inputs)`. Inputs may
+    carry any number of leading axes, `(..., input_dim)`; outputs are
+    `(..., units)`.
+    """
+
+    def __init__(self, units: int, **kwargs):
+        super().__init__(**kwargs)
+        self.units = check_positive_int(type(self).__name__, "units", units)
+        self.input_spec = keras.layers.InputSpec(min_ndim=2)
+
+    def build(self, input_shape):
+        if len(input_shape) < 2:
+            raise ValueError(
+                f"{type(self).__name__} expects inputs of rank >= 2, "
+                f"(batch, ..., features). Received: input_shape={input_shape}"
+            )
+        input_dim = input_shape[-1]
+        if input_dim is None:
+            raise ValueError(
+                f"{type(self).__name__} needs a known last input axis. "
+                f"Received: input_shape={input_shape}"
+            )
+        self.build_weights(int(input_dim))
+        self.input_spec = keras.layers.InputSpec(min_ndim=2, axes={-1: input_dim})
+
+    def build_weights(self, input_dim: int) -> None:
+        raise NotImplementedError
+
+    def compute_output_shape(self, input_shape):
+        return (*input_shape[:-1], self.units)
+
+    @property
+    def math_dtype(self) -> str:
+        """float32 under a float16/bfloat16 policy: products and logs overflow."""
+        dtype = self.compute_dtype
+        return "float32" if dtype in LOW_PRECISION else dtype
+
+    def to_math(self, x):
+        return ops.cast(x, self.math_dtype)
+
+    def to_output(self, y):
+        return ops.cast(y, self.compute_dtype)
+
+    def add_kernel(self, name, input_dim, initializer, regularizer, constraint):
+        # autocast=False: under mixed_float16 the weight is read in float32.
+        return self.add_weight(
+            name=name,
+            shape=(input_dim, self.units),
+            initializer=initializer,
+            regularizer=regularizer,
+            constraint=constraint,
+            autocast=False,
+        )
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units}
+
+
+def resolve_initializer(identifier):
+    return nalu_initializers.get(identifier)
+
+
+def resolve_regularizer(identifier, default_factory=None):
+    return nalu_regularizers.get(identifier, default_factory)
+
+
+def resolve_constraint(identifier, min_value: float, max_value: float):
+    if identifier == "clip":
+        return nalu_constraints.Clip(min_value, max_value)
+    return keras.constraints.get(identifier)
+
+
+def clip_like_constraint(kernel, constraint):
+    """Applies a `Clip` constraint in the forward pass too (seed 001 eq. 5, 10).
+
+    With any other constraint (or none, the "no clamp" ablation) the kernel is
+    used as it is.
+    """
+    if isinstance(constraint, nalu_constraints.Clip):
+        return ops.clip(kernel, constraint.min_value, constraint.max_value)
+    return kernel
+
+
+def serialize_parts(layer, *names):
+    """get_config entries for `<name>_initializer/_regularizer/_constraint`."""
+    config = {}
+    for name in names:
+        config[f"{name}_initializer"] = keras.initializers.serialize(
+            getattr(layer, f"{name}_initializer")
+        )
+        config[f"{name}_regularizer"] = keras.regularizers.serialize(
+            getattr(layer, f"{name}_regularizer")
+        )
+        config[f"{name}_constraint"] = keras.constraints.serialize(
+            getattr(layer, f"{name}_constraint")
+        )
+    return config
