@@ -5,12 +5,12 @@ import warnings
 import keras
 
 from keras_nalu._api import export
+from keras_nalu._validation import check_non_negative
 from keras_nalu.regularizers import (
     ScheduledRegularizer,
     schedule_factor,
     validate_schedule,
 )
-from keras_nalu._validation import check_non_negative
 
 
 def iter_layers(model):
@@ -159,4 +159,73 @@ class RegularizationSchedule(keras.callbacks.Callback):
             "start": self.start,
             "end": self.end,
             "mode": self.mode,
+        }
+
+
+@export
+class ProgressBar(keras.callbacks.Callback):
+    """One tqdm progress bar over all optimizer steps of a run, with an ETA.
+
+    Unlike Keras' per-epoch bar it counts optimizer steps (so it is right with
+    `steps_per_execution > 1`) and shows the latest values of `keys` from
+    `logs` (loss, extrapolation MSE, λ, ...).
+
+    Args:
+        total_steps: the number of optimizer steps the run will take.
+        keys: log keys to show after the bar.
+        description: text before the bar.
+
+    Example:
+
+    >>> import keras_nalu
+    >>> bar = keras_nalu.callbacks.ProgressBar(10_000, keys=("loss",))
+    """
+
+    def __init__(
+        self,
+        total_steps: int,
+        keys=("loss", "extrapolation_mse", "sparsity_strength"),
+        description: str = "train",
+    ):
+        super().__init__()
+        self.total_steps = int(total_steps)
+        self.keys = tuple(keys)
+        self.description = description
+        self._bar = None
+        self._seen = 0
+
+    def _step(self) -> int:
+        return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+
+    def on_train_begin(self, logs=None):
+        from tqdm.auto import tqdm
+
+        self._seen = self._step()
+        self._bar = tqdm(
+            total=self.total_steps,
+            initial=self._seen,
+            desc=self.description,
+            unit="step",
+            mininterval=0.5,
+            dynamic_ncols=True,
+        )
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = self._step()
+        self._bar.update(step - self._seen)
+        self._seen = step
+        if logs:
+            shown = {k: f"{float(logs[k]):.3g}" for k in self.keys if k in logs}
+            self._bar.set_postfix(shown, refresh=False)
+
+    def on_train_end(self, logs=None):
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    def get_config(self):
+        return {
+            "total_steps": self.total_steps,
+            "keys": list(self.keys),
+            "description": self.description,
         }

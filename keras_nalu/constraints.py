@@ -21,7 +21,8 @@ class Clip(keras.constraints.Constraint):
     Example:
 
     >>> import keras, keras_nalu
-    >>> layer = keras.layers.Dense(2, kernel_constraint=keras_nalu.constraints.Clip(-1, 1))
+    >>> clip = keras_nalu.constraints.Clip(-1, 1)
+    >>> layer = keras.layers.Dense(2, kernel_constraint=clip)
 
     Reference: Madsen & Johansen (2020), §2.2 and §2.5.
     """

@@ -43,7 +43,8 @@ class NACMul(NACWeights):
     >>> import numpy as np, keras_nalu
     >>> layer = keras_nalu.layers.NACMul(1)
     >>> layer.build((None, 2))
-    >>> layer.w_hat.assign([[20.0], [20.0]]); layer.m_hat.assign([[20.0], [20.0]])
+    >>> _ = layer.w_hat.assign([[20.0], [20.0]])
+    >>> _ = layer.m_hat.assign([[20.0], [20.0]])
     >>> layer(np.array([[5.0, 3.0]], "float32")).numpy().round(3)
     array([[15.]], dtype=float32)
 

@@ -46,7 +46,7 @@ class NAU(ArithmeticLayer):
     >>> import numpy as np, keras, keras_nalu
     >>> layer = keras_nalu.layers.NAU(1)
     >>> layer.build((None, 2))
-    >>> layer.kernel.assign([[1.0], [-1.0]])
+    >>> _ = layer.kernel.assign([[1.0], [-1.0]])
     >>> layer(np.array([[5.0, 3.0]], "float32")).numpy()
     array([[2.]], dtype=float32)
 

@@ -56,7 +56,7 @@ class NMU(ArithmeticLayer):
     >>> import numpy as np, keras_nalu
     >>> layer = keras_nalu.layers.NMU(1)
     >>> layer.build((None, 2))
-    >>> layer.kernel.assign([[1.0], [1.0]])
+    >>> _ = layer.kernel.assign([[1.0], [1.0]])
     >>> layer(np.array([[-3.0, 4.0]], "float32")).numpy()
     array([[-12.]], dtype=float32)
 

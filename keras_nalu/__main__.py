@@ -1,0 +1,5 @@
+import sys
+
+from keras_nalu.cli import main
+
+sys.exit(main())

@@ -1,0 +1,222 @@
+"""`keras-nalu`: one entry point, thin sub-commands over the package."""
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a bad flag in one line, without the usage dump."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _add_config_flags(parser, config_cls, skip=()):
+    """One flag per dataclass field, typed by its default."""
+    for field in dataclasses.fields(config_cls):
+        if field.name in skip:
+            continue
+        default = field.default
+        if isinstance(default, bool):
+            parser.add_argument(_flag(field.name), action="store_true", default=default)
+            continue
+        kind = type(default) if default is not None else _none_type(field)
+        parser.add_argument(
+            _flag(field.name),
+            type=kind,
+            default=default,
+            metavar=field.name.upper(),
+            help=f"default: {default}",
+        )
+
+
+def _none_type(field):
+    annotation = str(field.type)
+    return int if "int" in annotation else float
+
+
+def _train(args) -> int:
+    from keras_nalu.experiment import ExperimentConfig, run_experiment
+    from keras_nalu.export import export_saved_model, save_keras_model, write_record
+
+    fields = {f.name for f in dataclasses.fields(ExperimentConfig)}
+    config = ExperimentConfig(**{k: v for k, v in vars(args).items() if k in fields})
+    name = args.name or config.name
+    model, record = run_experiment(config, verbose=not args.quiet)
+    record.update(_explain_record(model, config))
+    run_dir = Path(args.output_dir) / name
+    record["keras_model"] = str(save_keras_model(model, run_dir / "model.keras"))
+    if not args.no_export:
+        path = export_saved_model(
+            model,
+            args.export_dir,
+            name,
+            manifest={
+                "task": record["task"],
+                "config": record["config"],
+                "result": _result_fields(record),
+            },
+        )
+        record["saved_model"] = str(path)
+    write_record(record, run_dir / "result.json")
+    print(json.dumps(record, indent=2, default=str))
+    print(_verdict_line(record), file=sys.stderr)
+    return 0
+
+
+def _explain_record(model, config) -> dict:
+    try:
+        from keras_nalu.explain import compare_with_task, explain
+    except ImportError:
+        return {}
+    try:
+        explanation = explain(model)
+        comparison = compare_with_task(explanation, config.task())
+    except (ValueError, ImportError) as error:
+        return {"formula": None, "formula_error": str(error)}
+    return {"formula": str(explanation), "formula_verdict": comparison.verdict}
+
+
+def _result_fields(record: dict) -> dict:
+    keys = (
+        "success",
+        "solved_at",
+        "best_step",
+        "interpolation_mse",
+        "extrapolation_mse",
+        "threshold",
+        "sparsity_error",
+        "iterations",
+        "diverged",
+        "formula",
+        "formula_verdict",
+    )
+    return {key: record.get(key) for key in keys}
+
+
+def _verdict_line(record: dict) -> str:
+    if record["diverged"]:
+        verdict = "DIVERGED"
+    elif record["success"]:
+        verdict = f"SOLVED (first at step {record['solved_at']})"
+    else:
+        verdict = "NOT SOLVED"
+    return (
+        f"{record['name']}: {verdict}; extrapolation MSE "
+        f"{record['extrapolation_mse']:.3g} vs threshold {record['threshold']:.3g} "
+        f"at step {record['best_step']}; {record['iterations']} steps in "
+        f"{record['wall_time']:.0f} s"
+    )
+
+
+def _explain(args) -> int:
+    import keras
+
+    import keras_nalu  # noqa: F401  registers the units for loading
+    from keras_nalu.explain import explain
+
+    if not Path(args.model).exists():
+        raise ValueError(f"no such model file: {args.model}")
+    model = keras.saving.load_model(args.model, compile=False)
+    print(explain(model, tolerance=args.tolerance))
+    return 0
+
+
+def _summarize(args) -> int:
+    from keras_nalu.sweeps.summary import (
+        load_results,
+        summarize,
+        to_markdown,
+        write_summary,
+    )
+
+    by = tuple(args.by.split(","))
+    paths = write_summary(args.results, args.out or Path(args.results).parent, by=by)
+    print(to_markdown(summarize(load_results(args.results), by=by)))
+    for kind, path in paths.items():
+        print(f"wrote {kind}: {path}", file=sys.stderr)
+    return 0
+
+
+def _plot(args) -> int:
+    from keras_nalu.sweeps.plots import plot_results
+    from keras_nalu.sweeps.summary import load_results
+
+    out = args.out or str(Path(args.results).with_suffix(f".{args.x}.png"))
+    path = plot_results(
+        load_results(args.results), x=args.x, out_path=out, operation=args.operation
+    )
+    print(path)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from keras_nalu.experiment import ExperimentConfig
+
+    parser = _Parser(
+        prog="keras-nalu",
+        description="Neural arithmetic units: train, judge, explain, summarize.",
+    )
+    commands = parser.add_subparsers(
+        dest="command", required=True, parser_class=_Parser
+    )
+
+    train = commands.add_parser(
+        "train",
+        help="train one preset on the arithmetic task, judge it, export it",
+        description="Train a preset on seed 001's arithmetic task; print the "
+        "result record; save the .keras model and a TF Serving SavedModel.",
+    )
+    _add_config_flags(train, ExperimentConfig)
+    train.add_argument("--name", default=None, help="run name (default MODEL-OP-seedN)")
+    train.add_argument(
+        "--output-dir", default="runs", help="result.json and model.keras"
+    )
+    train.add_argument("--export-dir", default="saved_models", help="SavedModel base")
+    train.add_argument("--no-export", action="store_true", help="skip the SavedModel")
+    train.add_argument("--quiet", action="store_true", help="no progress bar")
+    train.set_defaults(handler=_train)
+
+    explain = commands.add_parser("explain", help="print the formula a model computes")
+    explain.add_argument("model", help="a .keras file")
+    explain.add_argument("--tolerance", type=float, default=0.01)
+    explain.set_defaults(handler=_explain)
+
+    summarize = commands.add_parser("summarize", help="paper-style table of results")
+    summarize.add_argument("results", help="a results CSV")
+    summarize.add_argument("--by", default="operation,model")
+    summarize.add_argument("--out", default=None, help="folder for md/tex/csv")
+    summarize.set_defaults(handler=_summarize)
+
+    plot = commands.add_parser("plot", help="seed 001 Fig. 3 panels against --x")
+    plot.add_argument("results", help="a results CSV")
+    plot.add_argument("--x", required=True, help="the swept column, e.g. hidden_size")
+    plot.add_argument("--operation", default=None)
+    plot.add_argument("--out", default=None, help="PNG path")
+    plot.set_defaults(handler=_plot)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except (ValueError, FileExistsError, FileNotFoundError) as error:
+        message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        print(f"keras-nalu {args.command}: error: {message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("keras-nalu: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,31 @@
+"""Success criterion, thresholds, sparsity error and interval statistics."""
+
+from keras_nalu.evaluation.sparsity import (
+    effective_weights,
+    sparsity_error,
+    weight_sparsity_error,
+)
+from keras_nalu.evaluation.success import (
+    Evaluation,
+    SuccessCriterion,
+    summarize_evaluations,
+)
+from keras_nalu.evaluation.thresholds import (
+    EPSILON,
+    nearly_perfect_kernel,
+    simulate_threshold,
+    success_threshold,
+)
+
+__all__ = [
+    "EPSILON",
+    "Evaluation",
+    "SuccessCriterion",
+    "effective_weights",
+    "nearly_perfect_kernel",
+    "simulate_threshold",
+    "sparsity_error",
+    "success_threshold",
+    "summarize_evaluations",
+    "weight_sparsity_error",
+]

@@ -1,0 +1,62 @@
+"""The sparsity error of seed 001 eq. 17 over a model's arithmetic weights."""
+
+import keras
+import numpy as np
+
+from keras_nalu.callbacks import iter_layers
+from keras_nalu.layers.base import clip_like_constraint
+from keras_nalu.layers.nac import NACWeights
+from keras_nalu.layers.nalu import NALU
+from keras_nalu.layers.nau import NAU
+from keras_nalu.layers.nmu import NMU
+
+
+def effective_weights(layer) -> dict[str, np.ndarray]:
+    """The weights a unit actually computes with, by name.
+
+    NAU/NMU: the kernel clipped as in the forward pass; NAC, NAC•: W =
+    tanh(Ŵ)σ(M̂); NALU: its additive (and separate multiplicative) W, not the
+    gate; Dense: the kernel. Other layers have none.
+    """
+    if isinstance(layer, (NAU, NMU)):
+        kernel = clip_like_constraint(layer.kernel, layer.kernel_constraint)
+        return {"kernel": keras.ops.convert_to_numpy(kernel)}
+    if isinstance(layer, NALU) and layer.separate_weights:
+        return {
+            "kernel": keras.ops.convert_to_numpy(layer.kernel),
+            "mul_kernel": keras.ops.convert_to_numpy(layer.mul_kernel),
+        }
+    if isinstance(layer, NACWeights):
+        return {"kernel": keras.ops.convert_to_numpy(layer.kernel)}
+    if isinstance(layer, keras.layers.Dense):
+        return {"kernel": keras.ops.convert_to_numpy(layer.kernel)}
+    return {}
+
+
+def weight_sparsity_error(weights: np.ndarray) -> float:
+    """max over W of min(|W|, |1 - |W||): distance to the nearest of {-1, 0, 1}."""
+    magnitude = np.abs(np.asarray(weights, dtype=np.float64))
+    if magnitude.size == 0:
+        return 0.0
+    return float(np.max(np.minimum(magnitude, np.abs(1.0 - magnitude))))
+
+
+def sparsity_error(model) -> float:
+    """Seed 001 eq. 17 over every arithmetic weight of `model`.
+
+    Example:
+
+    >>> import keras, keras_nalu
+    >>> model = keras.Sequential([keras.Input((4,)), keras_nalu.NAU(2)])
+    >>> _ = model.layers[0].kernel.assign([[1, 0], [0, 1], [0.5, 0], [0, -1]])
+    >>> keras_nalu.evaluation.sparsity_error(model)
+    0.5
+
+    Reference: Madsen & Johansen (2020), §4.1.1, eq. 17.
+    """
+    errors = [
+        weight_sparsity_error(weights)
+        for layer in iter_layers(model)
+        for weights in effective_weights(layer).values()
+    ]
+    return max(errors, default=0.0)

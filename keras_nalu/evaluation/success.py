@@ -1,0 +1,232 @@
+"""The success-criterion callback: evaluate, early-stop by validation, judge."""
+
+import dataclasses
+import math
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_nalu._api import export
+from keras_nalu._validation import check_non_negative, check_positive_int
+from keras_nalu.evaluation.sparsity import sparsity_error
+
+
+@dataclasses.dataclass
+class Evaluation:
+    """One evaluation point of a run."""
+
+    step: int
+    interpolation_mse: float
+    extrapolation_mse: float
+    sparsity_error: float
+
+
+def summarize_evaluations(evaluations, threshold: float) -> dict:
+    """Success, solved-at and the early-stopping choice from evaluation points.
+
+    - best step: the evaluation with the lowest interpolation (validation) MSE;
+    - success: the extrapolation MSE at the best step is below `threshold`;
+    - solved at: the first step whose extrapolation MSE is below `threshold`;
+    - diverged: any MSE that is not finite.
+
+    NaN never counts as success: a non-finite MSE is neither "best" nor below
+    the threshold.
+    """
+    finite = [
+        e
+        for e in evaluations
+        if math.isfinite(e.interpolation_mse) and math.isfinite(e.extrapolation_mse)
+    ]
+    diverged = len(finite) < len(evaluations)
+    solved_at = next((e.step for e in finite if e.extrapolation_mse < threshold), None)
+    if not finite:
+        return {
+            "success": False,
+            "solved_at": None,
+            "best_step": None,
+            "interpolation_mse": math.nan,
+            "extrapolation_mse": math.nan,
+            "sparsity_error": math.nan,
+            "diverged": diverged,
+        }
+    best = min(finite, key=lambda e: e.interpolation_mse)
+    return {
+        "success": bool(best.extrapolation_mse < threshold) and not diverged,
+        "solved_at": solved_at,
+        "best_step": best.step,
+        "interpolation_mse": best.interpolation_mse,
+        "extrapolation_mse": best.extrapolation_mse,
+        "sparsity_error": best.sparsity_error,
+        "diverged": diverged,
+    }
+
+
+@export
+class SuccessCriterion(keras.callbacks.Callback):
+    """Evaluates interpolation and extrapolation MSE every `eval_every` steps.
+
+    At the start of training and whenever the optimizer step reaches a
+    multiple of `eval_every` (and at the end), it measures the MSE on the
+    fixed validation set (interpolation range) and test set (extrapolation
+    range) and the sparsity error. It keeps the step with the lowest
+    validation MSE (early stopping), records the first step whose
+    extrapolation MSE is below `threshold` (solved at), writes its figures
+    into `logs`, stops training on a non-finite loss or MSE (recorded as
+    `diverged`, never success), and optionally stops once solved.
+
+    Args:
+        validation_data: `(x, t)` arrays from the interpolation range.
+        test_data: `(x, t)` arrays from the extrapolation range.
+        threshold: the ε-threshold (see `success_threshold`), `>= 0`.
+        eval_every: steps between evaluations; default 1,000.
+        stop_on_success: stop training at the first evaluation that is solved.
+        batch_size: evaluation batch size; None evaluates each set at once.
+
+    Example:
+
+    >>> import numpy as np, keras, keras_nalu
+    >>> x = np.random.uniform(1, 2, (64, 2)).astype("float32")
+    >>> model = keras.Sequential([keras.Input((2,)), keras_nalu.NAU(1)])
+    >>> _ = model.layers[0].kernel.assign([[1.0], [1.0]])
+    >>> model.compile("adam", "mse")
+    >>> judge = keras_nalu.evaluation.SuccessCriterion(
+    ...     (x, x.sum(1, keepdims=True)), (3 * x, 3 * x.sum(1, keepdims=True)),
+    ...     threshold=1e-6, eval_every=1)
+    >>> _ = model.fit(x, x.sum(1), epochs=1, verbose=0, callbacks=[judge])
+    >>> judge.result()["success"], judge.result()["solved_at"]
+    (True, 0)
+
+    Reference: Madsen & Johansen (2020), §4.1.1 and App. C.2.
+    """
+
+    def __init__(
+        self,
+        validation_data,
+        test_data,
+        threshold: float,
+        eval_every: int = 1000,
+        stop_on_success: bool = False,
+        batch_size: int | None = None,
+    ):
+        super().__init__()
+        self.threshold = check_non_negative("SuccessCriterion", "threshold", threshold)
+        self.eval_every = check_positive_int(
+            "SuccessCriterion", "eval_every", eval_every
+        )
+        self.stop_on_success = bool(stop_on_success)
+        self.batch_size = batch_size
+        self.validation_data = tuple(np.asarray(a, np.float32) for a in validation_data)
+        self.test_data = tuple(np.asarray(a, np.float32) for a in test_data)
+        self.evaluations: list[Evaluation] = []
+        self._mse_fn = None
+        self._last_step = None
+        self._next_step = 0
+        self.loss_diverged = False
+
+    # -- measurement ---------------------------------------------------------
+    def _build_mse(self):
+        model = self.model
+
+        @tf.function(reduce_retracing=True)
+        def mse(x, t):
+            prediction = tf.cast(model(x, training=False), tf.float64)
+            target = tf.reshape(tf.cast(t, tf.float64), tf.shape(prediction))
+            return tf.reduce_mean(tf.square(prediction - target))
+
+        return mse
+
+    def _mse(self, data) -> float:
+        x, t = data
+        if self.batch_size is None or len(x) <= self.batch_size:
+            return float(self._mse_fn(x, t))
+        total = 0.0
+        for start in range(0, len(x), self.batch_size):
+            xb, tb = (
+                x[start : start + self.batch_size],
+                t[start : start + self.batch_size],
+            )
+            total += float(self._mse_fn(xb, tb)) * len(xb)
+        return total / len(x)
+
+    def evaluate(self, step: int) -> Evaluation:
+        """Measures the model now and records it as the evaluation at `step`."""
+        if self._mse_fn is None:
+            self._mse_fn = self._build_mse()
+        evaluation = Evaluation(
+            step=int(step),
+            interpolation_mse=self._mse(self.validation_data),
+            extrapolation_mse=self._mse(self.test_data),
+            sparsity_error=sparsity_error(self.model),
+        )
+        self.evaluations.append(evaluation)
+        self._last_step = evaluation.step
+        return evaluation
+
+    # -- Keras hooks -----------------------------------------------------------
+    def _step(self) -> int:
+        return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+
+    def on_train_begin(self, logs=None):
+        step = self._step()
+        self._next_step = (step // self.eval_every + 1) * self.eval_every
+        if self._last_step != step:
+            self._judge(self.evaluate(step))
+
+    def on_train_batch_end(self, batch, logs=None):
+        loss = None if logs is None else logs.get("loss")
+        if loss is not None and not math.isfinite(float(loss)):
+            self.loss_diverged = True
+            self.model.stop_training = True
+            self._judge(self.evaluate(self._step()))
+        elif self._step() >= self._next_step:
+            step = self._step()
+            self._next_step = (step // self.eval_every + 1) * self.eval_every
+            self._judge(self.evaluate(step))
+        self._write_logs(logs)
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._write_logs(logs)
+
+    def on_train_end(self, logs=None):
+        step = self._step()
+        if self._last_step != step:
+            self._judge(self.evaluate(step))
+
+    def _judge(self, evaluation: Evaluation) -> None:
+        finite = math.isfinite(evaluation.interpolation_mse) and math.isfinite(
+            evaluation.extrapolation_mse
+        )
+        if not finite:
+            self.model.stop_training = True
+        elif self.stop_on_success and evaluation.extrapolation_mse < self.threshold:
+            self.model.stop_training = True
+
+    def _write_logs(self, logs):
+        if logs is None or not self.evaluations:
+            return
+        last = self.evaluations[-1]
+        logs["interpolation_mse"] = last.interpolation_mse
+        logs["extrapolation_mse"] = last.extrapolation_mse
+        logs["solved"] = float(last.extrapolation_mse < self.threshold)
+
+    # -- results ---------------------------------------------------------------
+    def result(self) -> dict:
+        """The run's verdict: success, solved_at, best_step, MSEs, diverged."""
+        verdict = summarize_evaluations(self.evaluations, self.threshold)
+        if self.loss_diverged:
+            verdict["diverged"] = True
+            verdict["success"] = False
+        return {
+            **verdict,
+            "threshold": self.threshold,
+            "evaluations": len(self.evaluations),
+        }
+
+    def get_config(self):
+        return {
+            "threshold": self.threshold,
+            "eval_every": self.eval_every,
+            "stop_on_success": self.stop_on_success,
+            "batch_size": self.batch_size,
+        }

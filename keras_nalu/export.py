@@ -1,0 +1,117 @@
+"""Export for serving: TF Serving's SavedModel layout plus a small manifest.
+
+Layout: `<export_dir>/<name>/<integer version>/saved_model.pb` (what TF
+Serving's file-system source expects) and `<export_dir>/<name>/manifest.json`
+describing every version: the task, the run's config and its result.
+"""
+
+import json
+import os
+from pathlib import Path
+
+import keras
+import numpy as np
+
+MANIFEST = "manifest.json"
+
+
+def next_version(model_dir: Path) -> int:
+    """One more than the highest integer version folder in `model_dir`."""
+    versions = [
+        int(child.name)
+        for child in Path(model_dir).glob("*")
+        if child.is_dir() and child.name.isdigit()
+    ]
+    return max(versions, default=0) + 1
+
+
+def _write_json(path: Path, payload) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True, default=_jsonable))
+    os.replace(tmp, path)
+
+
+def _jsonable(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"not JSON-serializable: {type(value).__name__}")
+
+
+def export_saved_model(
+    model: keras.Model,
+    export_dir: str | os.PathLike = "saved_models",
+    name: str = "model",
+    version: int | None = None,
+    manifest: dict | None = None,
+) -> Path:
+    """Exports `model` for TF Serving and records it in the manifest.
+
+    The SavedModel has a `serving_default` signature (and a `serve`
+    endpoint) mapping the float32 input vector `(batch, input_size)` to the
+    prediction; loading it needs TensorFlow only, not keras_nalu.
+
+    Args:
+        model: a built Keras model.
+        export_dir: the base folder (TF Serving's model base path's parent).
+        name: the model's name, a folder under `export_dir`.
+        version: the integer version; default one more than the highest.
+        manifest: extra JSON-able facts to record (task, config, result).
+
+    Returns:
+        The version folder.
+
+    Example:
+
+    >>> import keras, keras_nalu, tempfile
+    >>> from keras_nalu.export import export_saved_model
+    >>> model = keras.Sequential([keras.Input((2,)), keras_nalu.NAU(1)])
+    >>> path = export_saved_model(model, tempfile.mkdtemp(), "adder")
+    >>> path.name
+    '1'
+    """
+    model_dir = Path(export_dir) / name
+    version = next_version(model_dir) if version is None else int(version)
+    if version < 1:
+        raise ValueError(f"export expects version >= 1. Received: version={version}")
+    path = model_dir / str(version)
+    if path.exists():
+        raise FileExistsError(
+            f"{path} exists; TF Serving versions are immutable: pick another "
+            "version or remove it."
+        )
+    model.export(str(path), format="tf_saved_model", verbose=False)
+    input_shape = [None if d is None else int(d) for d in model.inputs[0].shape]
+    entry = {
+        "version": version,
+        "path": str(Path(name) / str(version)),
+        "signature": "serving_default",
+        "input_shape": input_shape,
+        "input_dtype": "float32",
+        **(manifest or {}),
+    }
+    manifest_path = model_dir / MANIFEST
+    document = {"name": name, "versions": {}}
+    if manifest_path.exists():
+        document = json.loads(manifest_path.read_text())
+    document["versions"][str(version)] = entry
+    document["latest"] = max(int(v) for v in document["versions"])
+    _write_json(manifest_path, document)
+    return path
+
+
+def save_keras_model(model: keras.Model, path: str | os.PathLike) -> Path:
+    """Saves the `.keras` file (architecture, weights, optimizer state)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    model.save(path)
+    return path
+
+
+def write_record(record: dict, path: str | os.PathLike) -> Path:
+    """Writes a run's result record as JSON (atomically)."""
+    path = Path(path)
+    _write_json(path, record)
+    return path

@@ -1,0 +1,454 @@
+"""Results tables: one row per (config, seed) run in, the paper's Table 2 out.
+
+A results file is a CSV with one row per run. `summarize` groups the runs (by
+operation and model unless told otherwise) and reports, per group, the success
+rate with a Wilson interval and, over the seeds that solved the task only, the
+solved-at step (median, and gamma-MLE mean with a profile-likelihood interval)
+and the sparsity error (beta-MLE mean with a profile-likelihood interval).
+`to_markdown` and `to_latex` lay that out like seed 001's Table 2.
+
+Reference: Madsen & Johansen, "Neural Arithmetic Units", ICLR 2020, §4.1.1 and
+Table 2.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from keras_nalu.evaluation.statistics import (
+    solved_at_summary,
+    sparsity_error_summary,
+    success_rate_interval,
+)
+
+REQUIRED_COLUMNS = (
+    "model",
+    "operation",
+    "seed",
+    "success",
+    "solved_at",
+    "sparsity_error",
+    "interpolation_mse",
+    "extrapolation_mse",
+    "iterations",
+)
+"""Columns every results file has; swept parameters come as extra columns."""
+
+SUMMARY_STATISTICS = (
+    "n",
+    "success_rate",
+    "success_lower",
+    "success_upper",
+    "solved_at_median",
+    "solved_at_mean",
+    "solved_at_lower",
+    "solved_at_upper",
+    "sparsity_error_mean",
+    "sparsity_error_lower",
+    "sparsity_error_upper",
+)
+"""Columns `summarize` adds after the group keys."""
+
+_NUMERIC_COLUMNS = (
+    "seed",
+    "solved_at",
+    "sparsity_error",
+    "interpolation_mse",
+    "extrapolation_mse",
+    "iterations",
+)
+# Always float, so an all-successful file reads like one with empty cells.
+_FLOAT_COLUMNS = (
+    "solved_at",
+    "sparsity_error",
+    "interpolation_mse",
+    "extrapolation_mse",
+)
+_MISSING = "—"
+
+
+def load_results(path: str | os.PathLike) -> pd.DataFrame:
+    """Reads a results CSV and checks that it is one.
+
+    Args:
+        path: a CSV with one row per (config, seed) run and at least the
+            columns in `REQUIRED_COLUMNS`; `solved_at` is empty for runs that
+            never solved the task.
+
+    Returns:
+        The runs as a DataFrame; `success` is boolean, `solved_at`,
+        `sparsity_error`, the MSEs and `iterations` are numeric.
+
+    Raises:
+        FileNotFoundError: `path` does not exist.
+        ValueError: the file is not a CSV, lacks required columns (they are
+            named), or holds values of the wrong kind.
+
+    Example:
+
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "results.csv"
+    >>> _ = path.write_text(
+    ...     "model,operation,seed,success,solved_at,sparsity_error,"
+    ...     "interpolation_mse,extrapolation_mse,iterations\\n"
+    ...     "nmu,mul,0,True,15000,1e-6,1e-9,1e-8,50000\\n")
+    >>> load_results(path)[["model", "success", "solved_at"]]
+      model  success  solved_at
+    0   nmu     True    15000.0
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"No results file at {path}")
+    try:
+        results = pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+        raise ValueError(
+            f"{path} is not a results CSV (one row per run): {e}"
+        ) from None
+    missing = [column for column in REQUIRED_COLUMNS if column not in results]
+    if missing:
+        raise ValueError(
+            f"{path} is not a results CSV: missing required columns {missing}. "
+            f"Found columns: {list(results.columns)}"
+        )
+    return _coerce_columns(results, source=str(path))
+
+
+def summarize(
+    results: pd.DataFrame,
+    by: Sequence[str] = ("operation", "model"),
+    confidence: float = 0.95,
+) -> pd.DataFrame:
+    """Success rate, solved-at step and sparsity error per group of runs.
+
+    Groups keep their order of first appearance. Solved-at and sparsity error
+    use only the runs whose `success` is true, as in the paper; a group with
+    no success has NaN there.
+
+    Args:
+        results: one row per run, as from `load_results` (needs `success`,
+            `solved_at`, `sparsity_error` and the `by` columns).
+        by: the columns that define a group, e.g. `("operation", "model")` or
+            `("model", "hidden_size")`.
+        confidence: coverage of every interval, in (0, 1); the paper's 95 %
+            by default.
+
+    Returns:
+        One row per group: the `by` columns followed by `SUMMARY_STATISTICS`
+        (`n`, `success_rate`, `success_lower`, `success_upper`,
+        `solved_at_median`, `solved_at_mean`, `solved_at_lower`,
+        `solved_at_upper`, `sparsity_error_mean`, `sparsity_error_lower`,
+        `sparsity_error_upper`).
+
+    Example:
+
+    >>> import pandas as pd
+    >>> runs = pd.DataFrame({
+    ...     "operation": ["mul"] * 4, "model": ["nmu"] * 4,
+    ...     "success": [True, True, True, False],
+    ...     "solved_at": [1000, 2000, 4000, None],
+    ...     "sparsity_error": [1e-3, 2e-3, 4e-3, 0.3]})
+    >>> row = summarize(runs).iloc[0]
+    >>> int(row["n"]), float(row["success_rate"]), float(row["solved_at_median"])
+    (4, 0.75, 2000.0)
+    """
+    by = [by] if isinstance(by, str) else list(by)
+    needed = [*by, "success", "solved_at", "sparsity_error"]
+    missing = [column for column in dict.fromkeys(needed) if column not in results]
+    if missing:
+        raise ValueError(
+            f"summarize expects columns {missing}, which the results lack. "
+            f"Found columns: {list(results.columns)}"
+        )
+    success = _as_success(results["success"], source="results")
+    rows = []
+    grouped = results.assign(success=success).groupby(by, sort=False, dropna=False)
+    for keys, group in grouped:
+        solved = group[group["success"]]
+        successes = int(group["success"].sum())
+        rate, lower, upper = success_rate_interval(successes, len(group), confidence)
+        solved_at = solved_at_summary(solved["solved_at"], confidence)
+        sparsity = sparsity_error_summary(solved["sparsity_error"], confidence)
+        rows.append(
+            (
+                *keys,
+                len(group),
+                rate,
+                lower,
+                upper,
+                solved_at["median"],
+                solved_at["mean"],
+                solved_at["mean_lower"],
+                solved_at["mean_upper"],
+                sparsity["mean"],
+                sparsity["lower"],
+                sparsity["upper"],
+            )
+        )
+    summary = pd.DataFrame(rows, columns=[*by, *SUMMARY_STATISTICS])
+    return summary.astype({"n": "int64"})
+
+
+def to_markdown(summary: pd.DataFrame) -> str:
+    """A GitHub-flavoured Markdown table in the layout of seed 001's Table 2.
+
+    One row per group; the success rate reads `98% [93%, 99%]`, the solved-at
+    median `1.4e+06`, the solved-at and sparsity means `1.5e+06 [1.3e+06,
+    1.7e+06]`; `—` marks a statistic without data (no seed solved the task).
+
+    Args:
+        summary: the output of `summarize`.
+
+    Returns:
+        The table as a string ending in a newline.
+
+    Example:
+
+    >>> import pandas as pd
+    >>> runs = pd.DataFrame({
+    ...     "operation": ["mul"] * 2, "model": ["nmu"] * 2,
+    ...     "success": [True, False], "solved_at": [1000, None],
+    ...     "sparsity_error": [1e-3, 0.3]})
+    >>> print(to_markdown(summarize(runs)).splitlines()[2])
+    | mul | nmu | 2 | 50% [9%, 91%] | 1.0e+03 | 1.0e+03 | 1.0e-03 |
+    """
+    keys, header = _layout(summary)
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|"
+        + "|".join("---" if i < len(keys) else "--:" for i in range(len(header)))
+        + "|",
+    ]
+    for row in summary.to_dict("records"):
+        cells = [str(row[key]) for key in keys]
+        cells += _formatted_statistics(row, _markdown_number, percent="%")
+        lines.append(
+            "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def to_latex(summary: pd.DataFrame) -> str:
+    r"""A LaTeX `tabular` in the layout of seed 001's Table 2 (needs booktabs).
+
+    With two or more group keys, the first (the operation) is printed once per
+    block of rows, with a `\midrule` between blocks. Numbers read
+    `$1.4 \cdot 10^{6}$`, intervals `[lower, upper]`. Built without pandas'
+    Styler, so jinja2 is not needed.
+
+    Args:
+        summary: the output of `summarize`.
+
+    Returns:
+        The `tabular` environment as a string ending in a newline.
+
+    Example:
+
+    >>> import pandas as pd
+    >>> runs = pd.DataFrame({
+    ...     "operation": ["mul"] * 2, "model": ["nac_mul"] * 2,
+    ...     "success": [True, False], "solved_at": [1000, None],
+    ...     "sparsity_error": [1e-3, 0.3]})
+    >>> to_latex(summarize(runs)).splitlines()[4].split(" & ")[:5]
+    ['mul', 'nac\\_mul', '2', '50\\% [9\\%, 91\\%]', '$1.0 \\cdot 10^{3}$']
+    """
+    keys, header = _layout(summary)
+    alignment = "l" * len(keys) + "r" + "l" * (len(header) - len(keys) - 1)
+    lines = [
+        f"\\begin{{tabular}}{{{alignment}}}",
+        "\\toprule",
+        " & ".join(_latex_escape(cell) for cell in header) + " \\\\",
+        "\\midrule",
+    ]
+    previous = None
+    for row in summary.to_dict("records"):
+        cells = [_latex_escape(str(row[key])) for key in keys]
+        # With two or more keys the first one opens blocks, as Op does in Table 2.
+        if len(keys) > 1:
+            if previous is not None and row[keys[0]] != previous:
+                lines.append("\\midrule")
+            if row[keys[0]] == previous:
+                cells[0] = ""
+            previous = row[keys[0]]
+        cells += _formatted_statistics(row, _latex_number, percent="\\%")
+        lines.append(" & ".join(cells) + " \\\\")
+    lines += ["\\bottomrule", "\\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+def write_summary(
+    results_path: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    by: Sequence[str] = ("operation", "model"),
+) -> dict[str, Path]:
+    """Summarizes a results file into `summary.md`, `summary.tex`, `summary.csv`.
+
+    The CSV holds the numbers of `summarize` (machine-readable, full
+    precision); the Markdown and LaTeX files hold the formatted tables.
+
+    Args:
+        results_path: a results CSV (see `load_results`).
+        out_dir: directory for the three files; created if needed.
+        by: the columns that define a group.
+
+    Returns:
+        `{"markdown": ..., "latex": ..., "csv": ...}`, the paths written.
+
+    Example:
+
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "results.csv").write_text(
+    ...     "model,operation,seed,success,solved_at,sparsity_error,"
+    ...     "interpolation_mse,extrapolation_mse,iterations\\n"
+    ...     "nau,add,0,True,5000,1e-4,1e-9,1e-8,50000\\n")
+    >>> sorted(p.name for p in write_summary(folder / "results.csv", folder).values())
+    ['summary.csv', 'summary.md', 'summary.tex']
+    """
+    summary = summarize(load_results(results_path), by=by)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {
+        "markdown": out_dir / "summary.md",
+        "latex": out_dir / "summary.tex",
+        "csv": out_dir / "summary.csv",
+    }
+    paths["markdown"].write_text(to_markdown(summary), encoding="utf-8")
+    paths["latex"].write_text(to_latex(summary), encoding="utf-8")
+    summary.to_csv(paths["csv"], index=False)
+    return paths
+
+
+def _coerce_columns(results: pd.DataFrame, source: str) -> pd.DataFrame:
+    results = results.copy()
+    results["success"] = _as_success(results["success"], source)
+    for column in _NUMERIC_COLUMNS:
+        try:
+            results[column] = pd.to_numeric(results[column])
+            if column in _FLOAT_COLUMNS:
+                results[column] = results[column].astype(float)
+        except (ValueError, TypeError):
+            raise ValueError(
+                f"{source}: column {column!r} must be numeric "
+                f"(empty for missing). Received values like "
+                f"{results[column].head(3).tolist()}"
+            ) from None
+    return results
+
+
+def _as_success(column: pd.Series, source: str) -> pd.Series:
+    """`success` as bool: accepts booleans, 0/1 and the strings true/false."""
+    if pd.api.types.is_bool_dtype(column):
+        return column.astype(bool)
+    words = column.astype(str).str.strip().str.lower()
+    mapping = {"true": True, "false": False, "1": True, "0": False}
+    mapping.update({"1.0": True, "0.0": False})
+    converted = words.map(mapping)
+    if converted.isna().any():
+        bad = column[converted.isna()].head(3).tolist()
+        raise ValueError(
+            f"{source}: column 'success' must be true/false (or 1/0) for every "
+            f"run. Received values like {bad}"
+        )
+    return converted.astype(bool)
+
+
+def _layout(summary: pd.DataFrame) -> tuple[list[str], list[str]]:
+    missing = [column for column in SUMMARY_STATISTICS if column not in summary]
+    if missing:
+        raise ValueError(
+            f"Expected the output of summarize(); missing columns {missing}"
+        )
+    keys = [column for column in summary.columns if column not in SUMMARY_STATISTICS]
+    header = [
+        *keys,
+        "n",
+        "success rate",
+        "solved at: median",
+        "solved at: mean",
+        "sparsity error: mean",
+    ]
+    return keys, header
+
+
+def _formatted_statistics(row: Mapping, number, percent: str) -> list[str]:
+    return [
+        str(int(row["n"])),
+        _success_cell(row, number, percent),
+        number(row["solved_at_median"]),
+        _interval_cell(
+            row["solved_at_mean"],
+            row["solved_at_lower"],
+            row["solved_at_upper"],
+            number,
+        ),
+        _interval_cell(
+            row["sparsity_error_mean"],
+            row["sparsity_error_lower"],
+            row["sparsity_error_upper"],
+            number,
+        ),
+    ]
+
+
+def _success_cell(row: Mapping, number, percent: str) -> str:
+    rate, lower, upper = row["success_rate"], row["success_lower"], row["success_upper"]
+    if not np.isfinite(rate):
+        return number(math.nan)
+
+    def pct(value: float) -> str:
+        return f"{100 * value:.0f}{percent}"
+
+    return f"{pct(rate)} [{pct(lower)}, {pct(upper)}]"
+
+
+def _interval_cell(value: float, lower: float, upper: float, number) -> str:
+    if math.isnan(value) or math.isnan(lower) or math.isnan(upper):
+        return number(value)
+    return f"{number(value)} [{number(lower)}, {number(upper)}]"
+
+
+def _markdown_number(value: float) -> str:
+    if math.isnan(value):
+        return _MISSING
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return f"{value:.1e}"
+
+
+def _latex_number(value: float) -> str:
+    if math.isnan(value):
+        return "---"
+    if math.isinf(value):
+        return "$\\infty$" if value > 0 else "$-\\infty$"
+    if value == 0:
+        return "$0$"
+    mantissa, exponent = f"{value:.1e}".split("e")
+    exponent = int(exponent)
+    if exponent == 0:
+        return f"${mantissa}$"
+    return f"${mantissa} \\cdot 10^{{{exponent}}}$"
+
+
+_LATEX_SPECIALS = {
+    "\\": "\\textbackslash{}",
+    "&": "\\&",
+    "%": "\\%",
+    "$": "\\$",
+    "#": "\\#",
+    "_": "\\_",
+    "{": "\\{",
+    "}": "\\}",
+    "~": "\\textasciitilde{}",
+    "^": "\\textasciicircum{}",
+}
+
+
+def _latex_escape(text: str) -> str:
+    return "".join(_LATEX_SPECIALS.get(char, char) for char in text)

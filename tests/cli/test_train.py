@@ -1,0 +1,120 @@
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from keras_nalu.tasks import ArithmeticTask
+from tests.serving import saved_model_cli_show, serve_in_fresh_process
+
+
+def run_cli(*args, cwd=None, timeout=600):
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    return subprocess.run(
+        [sys.executable, "-m", "keras_nalu", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    root = tmp_path_factory.mktemp("train")
+    completed = run_cli(
+        "train",
+        "--model",
+        "nau",
+        "--operation",
+        "sub",
+        "--input-size",
+        "10",
+        "--iterations",
+        "3000",
+        "--eval-every",
+        "1000",
+        "--seed",
+        "4",
+        "--output-dir",
+        str(root / "runs"),
+        "--export-dir",
+        str(root / "saved"),
+        "--quiet",
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return root, completed
+
+
+def test_train_prints_and_writes_the_record(trained):
+    root, completed = trained
+    record = json.loads(completed.stdout)
+    on_disk = json.loads((root / "runs" / "nau-sub-seed4" / "result.json").read_text())
+    assert on_disk["iterations"] == record["iterations"] == 3000
+    for key in (
+        "success",
+        "solved_at",
+        "best_step",
+        "interpolation_mse",
+        "extrapolation_mse",
+        "sparsity_error",
+        "wall_time",
+        "iterations_per_second",
+        "diverged",
+        "threshold",
+        "config",
+    ):
+        assert key in record
+    assert record["config"]["operation"] == "sub"
+    assert record["evaluations"] == 4  # steps 0, 1000, 2000, 3000
+    assert "nau-sub-seed4" in completed.stderr  # the verdict line
+
+
+def test_train_exports_a_servable_saved_model(trained, tmp_path):
+    root, completed = trained
+    record = json.loads(completed.stdout)
+    version_dir = root / "saved" / "nau-sub-seed4" / "1"
+    assert (version_dir / "saved_model.pb").exists()
+    manifest = json.loads(
+        (root / "saved" / "nau-sub-seed4" / "manifest.json").read_text()
+    )
+    assert manifest["latest"] == 1
+    assert manifest["versions"]["1"]["task"]["operation"] == "sub"
+    assert manifest["versions"]["1"]["result"]["iterations"] == 3000
+
+    task = ArithmeticTask(operation="sub", input_size=10, seed=4)
+    x, _ = task.test_data()
+    model = keras.saving.load_model(record["keras_model"])
+    served = serve_in_fresh_process(version_dir, x[:256], tmp_path)
+    np.testing.assert_allclose(
+        served, model.predict(x[:256], verbose=0), rtol=1e-5, atol=1e-5
+    )
+    shown = saved_model_cli_show(version_dir)
+    assert "serving_default" in shown
+    assert "(-1, 10)" in shown
+
+
+@pytest.mark.parametrize(
+    "flags, needle",
+    [
+        (["--iterations", "-5"], "iterations"),
+        (["--operation", "pow"], "operation"),
+        (["--model", "transformer"], "model"),
+        (["--interpolation-range", "U[2,1]"], "interpolation_range"),
+        (["--subset-ratio", "0.9"], "subset"),
+        (["--batch-size", "0"], "batch_size"),
+        (["--bogus-flag"], "unrecognized"),
+        (["--seed", "abc"], "seed"),
+    ],
+)
+def test_bad_flags_exit_nonzero_with_one_line(flags, needle):
+    completed = run_cli("train", *flags, "--quiet", timeout=120)
+    assert completed.returncode != 0
+    lines = [line for line in completed.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, completed.stderr
+    assert "Traceback" not in completed.stderr
+    assert needle in lines[0]

@@ -1,0 +1,211 @@
+"""Results tables: loading, grouping, the paper's layout in Markdown/LaTeX/CSV."""
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from statsmodels.stats.proportion import proportion_confint
+
+from keras_nalu.evaluation.statistics import sparsity_error_summary
+from keras_nalu.sweeps.summary import (
+    REQUIRED_COLUMNS,
+    SUMMARY_STATISTICS,
+    load_results,
+    summarize,
+    to_latex,
+    to_markdown,
+    write_summary,
+)
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "results" / "example_results.csv"
+
+
+def run(model, operation, seed, success, solved_at, sparsity_error, **swept):
+    return {
+        "model": model,
+        "operation": operation,
+        "seed": seed,
+        "success": success,
+        "solved_at": solved_at,
+        "sparsity_error": sparsity_error,
+        "interpolation_mse": 1e-9 if success else 1.0,
+        "extrapolation_mse": 1e-8 if success else 10.0,
+        "iterations": 50_000,
+        **swept,
+    }
+
+
+@pytest.fixture
+def runs():
+    """mul/nmu: 3 of 4 solved (the failure reached the threshold once, at step
+    500, and has a large sparsity error, neither of which may count);
+    mul/nac_mul: 1 of 2; add/nau: 0 of 2."""
+    return pd.DataFrame(
+        [
+            run("nmu", "mul", 0, True, 1000, 1e-3, hidden_size=2),
+            run("nmu", "mul", 1, True, 2000, 2e-3, hidden_size=2),
+            run("nmu", "mul", 2, True, 4000, 4e-3, hidden_size=4),
+            run("nmu", "mul", 3, False, 500, 0.45, hidden_size=4),
+            run("nac_mul", "mul", 0, True, 9000, 0.1, hidden_size=2),
+            run("nac_mul", "mul", 1, False, None, 0.3, hidden_size=2),
+            run("nau", "add", 0, False, None, 0.2, hidden_size=2),
+            run("nau", "add", 1, False, None, 0.3, hidden_size=2),
+        ]
+    )
+
+
+def test_summarize_counts_rates_and_only_solved_seeds(runs):
+    summary = summarize(runs)
+    assert list(summary.columns) == ["operation", "model", *SUMMARY_STATISTICS]
+    assert list(zip(summary["operation"], summary["model"])) == [
+        ("mul", "nmu"),
+        ("mul", "nac_mul"),
+        ("add", "nau"),
+    ]
+    nmu, nac_mul, nau = (row for _, row in summary.iterrows())
+
+    assert (nmu["n"], nac_mul["n"], nau["n"]) == (4, 2, 2)
+    assert nmu["success_rate"] == 0.75
+    lower, upper = proportion_confint(3, 4, alpha=0.05, method="wilson")
+    assert (nmu["success_lower"], nmu["success_upper"]) == pytest.approx((lower, upper))
+
+    assert nmu["solved_at_median"] == 2000.0
+    assert nmu["solved_at_mean"] == pytest.approx(7000 / 3)
+    assert nmu["solved_at_lower"] < nmu["solved_at_mean"] < nmu["solved_at_upper"]
+    expected = sparsity_error_summary([1e-3, 2e-3, 4e-3])
+    assert nmu["sparsity_error_mean"] == pytest.approx(expected["mean"])
+    assert nmu["sparsity_error_upper"] == pytest.approx(expected["upper"])
+    assert nmu["sparsity_error_upper"] < 0.45 / 4
+
+    assert nac_mul["solved_at_median"] == nac_mul["solved_at_mean"] == 9000.0
+    assert math.isnan(nac_mul["solved_at_lower"])
+
+    assert (nau["success_rate"], nau["success_lower"]) == (0.0, 0.0)
+    for column in SUMMARY_STATISTICS[4:]:
+        assert math.isnan(nau[column]), column
+
+
+def test_summarize_by_swept_parameter_and_success_as_integers(runs):
+    runs = runs.assign(success=runs["success"].astype(int))
+    summary = summarize(runs[runs["model"] == "nmu"], by=("model", "hidden_size"))
+    assert list(summary["hidden_size"]) == [2, 4]
+    assert list(summary["n"]) == [2, 2]
+    assert list(summary["success_rate"]) == [1.0, 0.5]
+    assert list(summary["solved_at_median"]) == [1500.0, 4000.0]
+
+
+def test_summarize_rejects_missing_columns(runs):
+    with pytest.raises(ValueError, match="hidden_units"):
+        summarize(runs, by=("model", "hidden_units"))
+    with pytest.raises(ValueError, match="sparsity_error"):
+        summarize(runs.drop(columns="sparsity_error"))
+
+
+def test_markdown_layout(runs):
+    text = to_markdown(summarize(runs))
+    lines = text.splitlines()
+    assert len(lines) == 2 + 3
+    assert lines[0].startswith("| operation | model | n | success rate |")
+    nmu = lines[2].split(" | ")
+    assert nmu[:4] == ["| mul", "nmu", "4", "75% [30%, 95%]"]
+    assert nmu[4] == "2.0e+03"
+    assert nmu[5].startswith("2.3e+03 [")
+    assert lines[4].startswith("| add | nau | 2 | 0% [0%, 66%] | — | — | —")
+
+
+def test_latex_layout(runs):
+    text = to_latex(summarize(runs))
+    assert text.startswith("\\begin{tabular}{llrllll}\n\\toprule\n")
+    assert text.rstrip().endswith("\\bottomrule\n\\end{tabular}")
+    rows = [line for line in text.splitlines() if line.endswith("\\\\")]
+    assert len(rows) == 1 + 3
+    assert rows[1].startswith(
+        "mul & nmu & 4 & 75\\% [30\\%, 95\\%] & $2.0 \\cdot 10^{3}$"
+    )
+    # The operation is printed once per block; blocks are separated by a rule.
+    assert rows[2].startswith(" & nac\\_mul & 2 & 50\\%")
+    assert "\\midrule\nadd & nau" in text
+    assert rows[3].endswith("& --- & --- & --- \\\\")
+
+
+def test_write_summary_writes_three_files(runs, tmp_path):
+    results_path = tmp_path / "results.csv"
+    runs.to_csv(results_path, index=False)
+    paths = write_summary(results_path, tmp_path / "out" / "summary")
+    assert set(paths) == {"markdown", "latex", "csv"}
+    assert [path.name for path in paths.values()] == [
+        "summary.md",
+        "summary.tex",
+        "summary.csv",
+    ]
+    assert all(path.is_file() for path in paths.values())
+    assert "| mul | nac_mul | 2 |" in paths["markdown"].read_text(encoding="utf-8")
+    assert "add & nau & 2" in paths["latex"].read_text(encoding="utf-8")
+    written = pd.read_csv(paths["csv"])
+    pd.testing.assert_frame_equal(written, summarize(runs), check_dtype=False)
+
+
+def test_load_results_reads_the_example_file():
+    results = load_results(EXAMPLE)
+    assert set(REQUIRED_COLUMNS) <= set(results.columns)
+    assert len(results) == 6 * 3 * 10
+    assert results["success"].dtype == bool
+    assert results["solved_at"].dtype == float
+    solved = results[results["success"]]
+    assert solved["solved_at"].notna().all()
+    assert results.loc[~results["success"], "solved_at"].isna().all()
+    summary = summarize(results)
+    assert len(summary) == 6 and set(summary["n"]) == {30}
+
+
+def test_load_results_names_the_missing_columns(tmp_path):
+    path = tmp_path / "foreign.csv"
+    pd.DataFrame({"model": ["nmu"], "loss": [0.1], "seed": [0]}).to_csv(path)
+    with pytest.raises(ValueError, match="missing required columns") as error:
+        load_results(path)
+    for column in ("operation", "success", "solved_at", "sparsity_error"):
+        assert repr(column) in str(error.value)
+    assert "'model'" not in str(error.value).split("Found")[0]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        np.random.default_rng(0).bytes(4096),
+        b"",
+        b"model,operation\nnmu,mul,1,2,3\nnau\x00,add,,,,,,\n",
+    ],
+    ids=["binary", "empty", "ragged"],
+)
+def test_load_results_rejects_corrupt_files(tmp_path, content):
+    path = tmp_path / "corrupt.csv"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match="not a results CSV"):
+        load_results(path)
+
+
+def test_load_results_rejects_bad_values(tmp_path, runs):
+    path = tmp_path / "results.csv"
+    runs.assign(success="maybe").to_csv(path, index=False)
+    with pytest.raises(ValueError, match="success"):
+        load_results(path)
+    runs.assign(solved_at="soon").to_csv(path, index=False)
+    with pytest.raises(ValueError, match="solved_at"):
+        load_results(path)
+
+
+def test_load_results_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        load_results(tmp_path / "nothing.csv")
+
+
+def test_single_numeric_key_keeps_its_type_and_needs_no_blocks(runs):
+    summary = summarize(runs, by="hidden_size")
+    assert list(summary["hidden_size"]) == [2, 4]
+    markdown = to_markdown(summary).splitlines()
+    assert markdown[2].startswith("| 2 | 6 | 50% [")
+    latex = to_latex(summary)
+    assert "\n4 & 2 & 50\\%" in latex
+    assert latex.count("\\midrule") == 1

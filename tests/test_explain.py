@@ -1,0 +1,367 @@
+"""Tests for keras_nalu.explain: reading expressions out of hand-set models."""
+
+import dataclasses
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from keras_nalu.explain import (
+    Explanation,
+    UnsupportedLayerError,
+    compare_with_task,
+    explain,
+)
+from keras_nalu.layers import NAC, NALU, NAU, NMU, NACMul
+
+sympy = pytest.importorskip("sympy")
+
+INPUT_SIZE = 100
+SUBSETS = ((13, 38), (26, 51))
+PRODUCT = "sum(x[13:38]) * sum(x[26:51])"
+
+
+@dataclasses.dataclass(frozen=True)
+class ArithmeticTask:
+    operation: str
+    input_size: int = INPUT_SIZE
+    subsets: tuple = SUBSETS
+
+
+def subset_kernel(input_size, *subsets, sign=1.0):
+    """An NAU kernel whose column j sums the inputs of subsets[j]."""
+    kernel = np.zeros((input_size, len(subsets)), "float32")
+    for column, (start, end) in enumerate(subsets):
+        kernel[start:end, column] = sign
+    return kernel
+
+
+def nau_nmu(nau_kernel, nmu_kernel):
+    model = keras.Sequential(
+        [
+            keras.Input((nau_kernel.shape[0],)),
+            NAU(nau_kernel.shape[1], name="nau"),
+            NMU(1, name="nmu"),
+        ]
+    )
+    model.get_layer("nau").kernel.assign(nau_kernel)
+    model.get_layer("nmu").kernel.assign(np.asarray(nmu_kernel, "float32"))
+    return model
+
+
+def set_nac(layer, discrete_kernel):
+    """Ŵ, M̂ = ±20 so that W = tanh(Ŵ)σ(M̂) is within 1e-8 of the given kernel."""
+    kernel = np.asarray(discrete_kernel, "float32")
+    layer.w_hat.assign(np.where(kernel < 0, -20.0, 20.0))
+    layer.m_hat.assign(np.where(kernel == 0, -20.0, 20.0))
+
+
+def model_numbers_match_expression(model, explanation, low=1.0, high=2.0):
+    """The printed strings, parsed, give the model's outputs on random inputs."""
+    size = len(explanation.input_names)
+    x = np.random.default_rng(0).uniform(low, high, (16, size)).astype("float32")
+    predicted = keras.ops.convert_to_numpy(model(x))
+    symbols = [sympy.Symbol(name) for name in explanation.input_names]
+    local = {"x": symbols, "sum": sum, **{str(s): s for s in symbols}}
+    for column, text in enumerate(explanation.outputs):
+        expression = sympy.parse_expr(text, local_dict=local)
+        function = sympy.lambdify(symbols, expression, "numpy")
+        expected = function(*x.T.astype("float64")) * np.ones(len(x))
+        np.testing.assert_allclose(predicted[:, column], expected, rtol=1e-4)
+
+
+@pytest.fixture
+def product_solution():
+    return nau_nmu(subset_kernel(INPUT_SIZE, *SUBSETS), [[1.0], [1.0]])
+
+
+def test_solved_product_reads_as_product_of_subset_sums(product_solution):
+    explanation = explain(product_solution)
+
+    assert str(explanation) == f"y = {PRODUCT}"
+    assert explanation.outputs == [PRODUCT]
+    assert explanation.layers == [
+        "nau: h0 = sum(x[13:38]); h1 = sum(x[26:51])",
+        "nmu: y = h0 * h1",
+    ]
+    assert explanation.discrete
+    assert explanation.deviations == []
+    assert explanation.max_deviation == pytest.approx(0.0, abs=1e-7)
+    model_numbers_match_expression(product_solution, explanation)
+
+
+def test_solved_product_is_exact_and_equivalent_to_target(product_solution):
+    explanation = explain(product_solution)
+    written_out = "({}) * ({})".format(
+        " + ".join(f"x{i}" for i in range(13, 38)),
+        " + ".join(f"x{i}" for i in range(26, 51)),
+    )
+
+    comparison = compare_with_task(product_solution, ArithmeticTask("mul"))
+
+    assert comparison.verdict == "exact"
+    assert str(comparison).startswith("exact: the model computes " + PRODUCT)
+    assert explanation.equivalent_to(written_out)
+    assert not explanation.equivalent_to(written_out + " + x0")
+    assert explanation.sympy()[0].expand() == sympy.parse_expr(written_out).expand()
+
+
+def test_mirrored_solution_is_exact():
+    # Both hidden sums negated: (-a)·(-b) = a·b, the NMU's other solution.
+    model = nau_nmu(subset_kernel(INPUT_SIZE, *SUBSETS, sign=-1.0), [[1.0], [1.0]])
+
+    explanation = explain(model)
+
+    assert explanation.layers[0] == "nau: h0 = -sum(x[13:38]); h1 = -sum(x[26:51])"
+    assert explanation.outputs == [PRODUCT]
+    assert compare_with_task(explanation, ArithmeticTask("mul")).verdict == "exact"
+    model_numbers_match_expression(model, explanation)
+
+
+def test_one_negated_factor_is_exact_up_to_sign():
+    kernel = subset_kernel(INPUT_SIZE, *SUBSETS)
+    kernel[:, 1] *= -1.0
+
+    explanation = explain(nau_nmu(kernel, [[1.0], [1.0]]))
+    comparison = compare_with_task(explanation, ArithmeticTask("mul"))
+
+    assert explanation.outputs == [f"-{PRODUCT}"]
+    assert comparison.verdict == "exact up to sign"
+
+
+def test_extra_input_is_a_wrong_subset_naming_it():
+    kernel = subset_kernel(INPUT_SIZE, *SUBSETS)
+    kernel[51, 1] = 1.0
+
+    comparison = compare_with_task(
+        nau_nmu(kernel, [[1.0], [1.0]]), ArithmeticTask("mul")
+    )
+
+    assert comparison.verdict == "wrong subset"
+    assert "factor 2 (sum(x[26:52])) has extra input x51" in comparison.detail
+    assert "factor 1" not in comparison.detail
+
+
+def test_missing_input_is_a_wrong_subset_naming_it():
+    kernel = subset_kernel(INPUT_SIZE, *SUBSETS)
+    kernel[13, 0] = 0.0
+
+    comparison = compare_with_task(
+        nau_nmu(kernel, [[1.0], [1.0]]), ArithmeticTask("mul")
+    )
+
+    assert comparison.verdict == "wrong subset"
+    assert "factor 1 (sum(x[14:38])) has missing input x13" in comparison.detail
+
+
+def test_half_selected_nmu_weight_is_not_discrete():
+    model = nau_nmu(subset_kernel(INPUT_SIZE, *SUBSETS), [[1.0], [0.5]])
+
+    explanation = explain(model)
+    comparison = compare_with_task(explanation, ArithmeticTask("mul"))
+
+    assert not explanation.discrete
+    assert explanation.max_deviation == pytest.approx(0.5)
+    assert explanation.deviations == [("nmu", (1, 0), 0.5)]
+    assert str(explanation) == (
+        f"y = {PRODUCT}  [approximate: max deviation 0.5 at nmu[1,0]]"
+    )
+    assert comparison.verdict == "not discrete"
+    assert "nmu[1,0]" in comparison.detail
+    assert "rounded, it would be exact" in comparison.detail
+
+
+def test_tolerance_decides_what_counts_as_discrete():
+    model = nau_nmu(subset_kernel(INPUT_SIZE, *SUBSETS), [[1.0], [0.995]])
+
+    assert explain(model, tolerance=0.01).discrete
+    strict = explain(model, tolerance=0.001)
+    assert not strict.discrete
+    assert strict.max_deviation == pytest.approx(0.005, abs=1e-6)
+
+
+def test_nau_nau_reads_a_minus_b():
+    model = keras.Sequential(
+        [keras.Input((5,)), NAU(2, name="nau_in"), NAU(1, name="nau_out")]
+    )
+    model.get_layer("nau_in").kernel.assign(subset_kernel(5, (0, 3), (2, 5)))
+    model.get_layer("nau_out").kernel.assign([[1.0], [-1.0]])
+    task = ArithmeticTask("sub", input_size=5, subsets=((0, 3), (2, 5)))
+
+    explanation = explain(model)
+
+    assert str(explanation) == "y = sum(x[0:3]) - sum(x[2:5])"
+    assert explanation.layers[1] == "nau_out: y = h0 - h1"
+    assert compare_with_task(explanation, task).verdict == "exact"
+    added = compare_with_task(explanation, dataclasses.replace(task, operation="add"))
+    assert added.verdict == "wrong subset"
+    assert "coefficient -1 instead of +1 on x3, x4" in added.detail
+    model_numbers_match_expression(model, explanation)
+
+
+def test_nac_then_nac_mul_reads_a_division():
+    model = keras.Sequential(
+        [keras.Input((4,)), NAC(2, name="nac"), NACMul(1, name="nac_mul")]
+    )
+    set_nac(model.get_layer("nac"), [[1, 0], [1, 0], [0, 1], [0, 1]])
+    set_nac(model.get_layer("nac_mul"), [[1], [-1]])
+    task = ArithmeticTask("div", input_size=4, subsets=((0, 2), (2, 4)))
+
+    explanation = explain(model)
+
+    assert str(explanation) == "y = (x0 + x1) / (x2 + x3)"
+    assert explanation.layers == [
+        "nac: h0 = x0 + x1; h1 = x2 + x3",
+        "nac_mul: y = h0 / h1",
+    ]
+    assert explanation.discrete
+    assert compare_with_task(explanation, task).verdict == "exact"
+    multiply = compare_with_task(
+        explanation, dataclasses.replace(task, operation="mul")
+    )
+    assert multiply.verdict == "wrong operation"
+    model_numbers_match_expression(model, explanation)
+
+
+def test_nac_sum_and_nmu_square():
+    model = keras.Sequential([keras.Input((4,)), NAC(1, name="nac")])
+    set_nac(model.get_layer("nac"), [[1], [1], [1], [-1]])
+    squared = keras.Sequential(
+        [keras.Input((4,)), NAU(2, name="nau"), NMU(1, name="nmu")]
+    )
+    squared.get_layer("nau").kernel.assign(subset_kernel(4, (0, 3), (0, 3)))
+    squared.get_layer("nmu").kernel.assign([[1.0], [1.0]])
+    task = ArithmeticTask("squared", input_size=4, subsets=((0, 3), (1, 3)))
+
+    assert explain(model).outputs == ["sum(x[0:3]) - x3"]
+    assert explain(squared).outputs == ["sum(x[0:3])**2"]
+    assert compare_with_task(squared, task).verdict == "exact"
+    model_numbers_match_expression(squared, explain(squared))
+
+
+def nalu_model(gate_bias):
+    model = keras.Sequential(
+        [keras.Input((3,)), NALU(2, use_gate_bias=True, name="nalu")]
+    )
+    layer = model.get_layer("nalu")
+    set_nac(layer, [[1, 1], [1, 0], [0, -1]])
+    layer.gate.assign(np.zeros((3, 2), "float32"))
+    layer.gate_bias.assign(np.asarray(gate_bias, "float32"))
+    return model
+
+
+def test_saturated_nalu_reads_as_its_selected_paths():
+    model = nalu_model([20.0, -20.0])
+
+    explanation = explain(model)
+
+    assert explanation.outputs == ["x0 + x1", "x0 / x2"]
+    assert str(explanation) == "y0 = x0 + x1\ny1 = x0 / x2"
+    assert explanation.discrete
+    assert "gate → additive" in explanation.layers[0]
+    assert "gate → multiplicative" in explanation.layers[0]
+    model_numbers_match_expression(model, explanation)
+
+
+def test_free_nalu_gate_is_written_out_and_approximate():
+    model = nalu_model([0.0, -20.0])
+
+    explanation = explain(model)
+
+    assert explanation.outputs == ["g0*(x0 + x1) + (1 - g0)*(x0 * x1)", "x0 / x2"]
+    assert not explanation.discrete
+    assert explanation.deviations == []
+    assert "gate g0 of nalu (unit 0) is not saturated" in str(explanation)
+
+
+def test_nalu_gate_is_judged_on_sample_inputs():
+    model = nalu_model([0.0, -20.0])
+    model.get_layer("nalu").gate.assign([[10.0, 0.0], [10.0, 0.0], [0.0, 0.0]])
+    sample = np.random.default_rng(1).uniform(1.0, 2.0, (64, 3))
+
+    assert not explain(model).discrete  # G ≠ 0: unknown without inputs
+    explanation = explain(model, sample_inputs=sample)
+
+    assert explanation.outputs == ["x0 + x1", "x0 / x2"]
+    assert explanation.discrete
+    negative = explain(model, sample_inputs=-sample)
+    assert negative.outputs[0] == "x0 * x1"
+
+
+def test_functional_model_with_input_names():
+    inputs = keras.Input((4,))
+    hidden = NAU(2, name="nau")(inputs)
+    model = keras.Model(inputs, NMU(1, name="nmu")(hidden))
+    model.get_layer("nau").kernel.assign([[1, 0], [1, 0], [0, 1], [0, -1.0]])
+    model.get_layer("nmu").kernel.assign([[1.0], [1.0]])
+
+    assert str(explain(model)) == "y = (x0 + x1) * (x2 - x3)"
+    named = explain(model, input_names=["a", "b", "c", "d"])
+    assert named.outputs == ["(a + b) * (c - d)"]
+    assert named.equivalent_to("a*c - a*d + b*c - b*d")
+
+
+def test_linear_dense_without_bias_is_read_like_an_nau():
+    model = keras.Sequential(
+        [keras.Input((3,)), keras.layers.Dense(1, use_bias=False, name="linear")]
+    )
+    model.get_layer("linear").kernel.assign([[1.0], [-1.0], [0.3]])
+
+    explanation = explain(model)
+
+    assert explanation.outputs == ["x0 - x1"]
+    assert explanation.deviations == [("linear", (2, 0), pytest.approx(0.3))]
+
+
+@pytest.mark.parametrize(
+    "layer, shape, class_name",
+    [
+        (keras.layers.Dense(2, activation="relu", name="hidden_relu"), (3,), "Dense"),
+        (keras.layers.Dense(2, name="biased"), (3,), "Dense"),
+        (keras.layers.Conv1D(2, 1, name="conv"), (3, 1), "Conv1D"),
+    ],
+)
+def test_unsupported_layer_raises_naming_it(layer, shape, class_name):
+    model = keras.Sequential([keras.Input(shape), layer])
+    if layer.name == "biased":
+        layer.bias.assign([0.5, 0.0])
+
+    with pytest.raises(UnsupportedLayerError, match=f"'{layer.name}'.*{class_name}"):
+        explain(model)
+    assert issubclass(UnsupportedLayerError, ValueError)
+
+
+def test_unsupported_layer_after_a_unit_is_named():
+    model = keras.Sequential(
+        [keras.Input((3,)), NAU(2, name="nau"), keras.layers.ReLU(name="relu")]
+    )
+
+    with pytest.raises(ValueError, match="'relu' \\(ReLU\\)"):
+        explain(model)
+
+
+def test_branching_functional_model_is_rejected():
+    inputs = keras.Input((3,))
+    left, right = NAU(1, name="left")(inputs), NAU(1, name="right")(inputs)
+    model = keras.Model(inputs, keras.layers.Add(name="add")([left, right]))
+
+    with pytest.raises(ValueError, match="not a chain: layer 'right'"):
+        explain(model)
+
+
+def test_sympy_missing_names_the_extra(product_solution, monkeypatch):
+    explanation = explain(product_solution)
+    monkeypatch.setitem(sys.modules, "sympy", None)
+
+    with pytest.raises(ImportError, match=r"keras-arithmetic-units\[symbolic\]"):
+        explanation.sympy()
+    with pytest.raises(ImportError, match="symbolic"):
+        compare_with_task(explanation, ArithmeticTask("mul"))
+
+
+def test_explanation_is_a_plain_dataclass(product_solution):
+    explanation = explain(product_solution)
+
+    assert isinstance(explanation, Explanation)
+    assert dataclasses.asdict(explanation)["outputs"] == [PRODUCT]
