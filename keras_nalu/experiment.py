@@ -30,7 +30,7 @@ class ExperimentConfig:
 
     The defaults are seed 001's arithmetic task (App. C, a + b) with the
     `nau_sparse` preset: NAU → NAU with the paper's schedule (5·10³ → 5·10⁴)
-    but λ = 1 instead of 0.01, trained for 10⁵ steps — enough for success and
+    but λ = 0.1 instead of 0.01, trained for 10⁵ steps — enough for success and
     for discrete weights, in about a minute on 2 cores. `model="nau"` is the
     paper's preset exactly (it succeeds as fast but sparsifies over ~10⁶).
     """
@@ -99,7 +99,9 @@ def run_experiment(
     The record is JSON-able: the config, the task's subsets, and the verdict
     of `SuccessCriterion` (success, solved_at, best_step, interpolation and
     extrapolation MSE at the best step, sparsity error, diverged) plus
-    iterations, wall time and iterations per second.
+    iterations, wall time, iterations per second, and the `history` of
+    evaluations as `[step, interpolation_mse, extrapolation_mse,
+    sparsity_error]` rows.
 
     Example:
 
@@ -155,5 +157,6 @@ def run_experiment(
         "iterations": iterations,
         "wall_time": wall_time,
         "iterations_per_second": iterations / wall_time if wall_time > 0 else None,
+        "history": [dataclasses.astuple(e) for e in judge.evaluations],
     }
     return model, record

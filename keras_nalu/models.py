@@ -44,10 +44,10 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "nau_sparse",
             ("nau", "nau"),
-            1.0,
+            0.1,
             5_000,
             50_000,
-            "NAU → NAU with λ = 1 (100× Table 4): discrete weights within 10⁵ steps",
+            "NAU → NAU with λ = 0.1 (10× Table 4): discrete weights within 10⁵ steps",
         ),
         Preset("nac", ("nac", "nac"), description="NAC+ → NAC+"),
         Preset("nac_mul", ("nac", "nac_mul"), description="NAC+ → NAC•"),
