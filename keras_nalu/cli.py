@@ -93,6 +93,11 @@ def _result_fields(record: dict) -> dict:
         "extrapolation_mse",
         "threshold",
         "sparsity_error",
+        "final_step",
+        "final_interpolation_mse",
+        "final_extrapolation_mse",
+        "final_sparsity_error",
+        "solved_at_end",
         "iterations",
         "diverged",
         "formula",
@@ -111,8 +116,9 @@ def _verdict_line(record: dict) -> str:
     return (
         f"{record['name']}: {verdict}; extrapolation MSE "
         f"{record['extrapolation_mse']:.3g} vs threshold {record['threshold']:.3g} "
-        f"at step {record['best_step']}; {record['iterations']} steps in "
-        f"{record['wall_time']:.0f} s"
+        f"at step {record['best_step']} (final weights: "
+        f"{record['final_extrapolation_mse']:.3g}); {record['iterations']} steps "
+        f"in {record['wall_time']:.0f} s"
     )
 
 

@@ -212,15 +212,33 @@ class SuccessCriterion(keras.callbacks.Callback):
 
     # -- results ---------------------------------------------------------------
     def result(self) -> dict:
-        """The run's verdict: success, solved_at, best_step, MSEs, diverged."""
+        """The run's verdict: success, solved_at, best_step, MSEs, diverged.
+
+        `success` and the MSEs are the paper's: at the best-validation step.
+        The `final_*` fields and `solved_at_end` describe the last
+        evaluation, i.e. the weights the model ends training with.
+        """
         verdict = summarize_evaluations(self.evaluations, self.threshold)
         if self.loss_diverged:
             verdict["diverged"] = True
             verdict["success"] = False
+        final = self.evaluations[-1] if self.evaluations else None
         return {
             **verdict,
             "threshold": self.threshold,
             "evaluations": len(self.evaluations),
+            # The weights the run ends with (what `train` saves and exports).
+            "final_step": None if final is None else final.step,
+            "final_interpolation_mse": math.nan
+            if final is None
+            else final.interpolation_mse,
+            "final_extrapolation_mse": math.nan
+            if final is None
+            else final.extrapolation_mse,
+            "final_sparsity_error": math.nan if final is None else final.sparsity_error,
+            "solved_at_end": final is not None
+            and math.isfinite(final.extrapolation_mse)
+            and final.extrapolation_mse < self.threshold,
         }
 
     def get_config(self):

@@ -1,0 +1,41 @@
+"""The committed reference SavedModels still serve and still solve their task."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from keras_nalu.tasks import ArithmeticTask
+from tests.serving import saved_model_cli_show, serve_in_fresh_process
+
+ROOT = Path(__file__).resolve().parents[2] / "saved_models"
+REFERENCES = sorted(path.name for path in ROOT.glob("reference-*") if path.is_dir())
+
+
+def test_there_are_reference_models_for_addition_and_multiplication():
+    operations = set()
+    for name in REFERENCES:
+        manifest = json.loads((ROOT / name / "manifest.json").read_text())
+        latest = manifest["versions"][str(manifest["latest"])]
+        operations.add(latest["task"]["operation"])
+    assert {"add", "mul"} <= operations
+
+
+@pytest.mark.parametrize("name", REFERENCES)
+def test_reference_model_serves_and_solves(name, tmp_path):
+    manifest = json.loads((ROOT / name / "manifest.json").read_text())
+    entry = manifest["versions"][str(manifest["latest"])]
+    version_dir = ROOT / name / str(manifest["latest"])
+    assert entry["result"]["success"] is True
+    assert entry["result"]["solved_at_end"] is True
+    task = ArithmeticTask.from_config(entry["task"])
+    x, t = task.test_data()
+    served = serve_in_fresh_process(version_dir, x, tmp_path)
+    mse = float(np.mean((served.astype(np.float64) - t) ** 2))
+    # Served by TensorFlow alone, the model is still below the ε-threshold.
+    assert mse < entry["result"]["threshold"]
+    assert mse == pytest.approx(entry["result"]["final_extrapolation_mse"], rel=0.05)
+    shown = saved_model_cli_show(version_dir)
+    assert "serving_default" in shown
+    assert f"(-1, {task.input_size})" in shown
