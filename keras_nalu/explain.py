@@ -102,6 +102,17 @@ def _make_sum(terms) -> _Node:
                     flat.append((coefficient * inner, child))
         else:
             flat.append((coefficient, node))
+    # Like terms merge (h0 + h1 of a linear chain is one linear form), and
+    # inputs come in index order so runs can collapse.
+    merged: dict[_Node, int] = {}
+    for coefficient, node in flat:
+        merged[node] = merged.get(node, 0) + coefficient
+    variables = sorted(
+        (node for node, c in merged.items() if c and isinstance(node, _Var)),
+        key=lambda node: (node.family or "", node.index, node.name),
+    )
+    others = [n for n, c in merged.items() if c and not isinstance(n, _Var)]
+    flat = [(merged[node], node) for node in [*variables, *others]]
     if constant:
         flat.append((1 if constant > 0 else -1, _Const(abs(constant))))
     if not flat:
@@ -176,13 +187,18 @@ def _sum_items(node: _Sum) -> list[tuple[int, str]]:
     """Signed items of a sum; runs of ≥ 3 consecutive inputs become sum(x[a:b])."""
     items, run = [], []
 
+    def scaled(coefficient: int, text: str) -> tuple[int, str]:
+        prefix = "" if abs(coefficient) == 1 else f"{abs(coefficient)}*"
+        return (1 if coefficient > 0 else -1, prefix + text)
+
     def close_run():
         if len(run) >= 3:
             first = run[0][1]
             end = run[-1][1].index + 1
-            items.append((run[0][0], f"sum({first.family}[{first.index}:{end}])"))
+            text = f"sum({first.family}[{first.index}:{end}])"
+            items.append(scaled(run[0][0], text))
         else:
-            items.extend((sign, var.name) for sign, var in run)
+            items.extend(scaled(coefficient, var.name) for coefficient, var in run)
         run.clear()
 
     for coefficient, child in node.terms:
@@ -353,11 +369,18 @@ def _read_dense(layer, tolerance) -> _LayerReading:
 
 
 def _read_nalu(layer, tolerance, layer_inputs, gate_names) -> _LayerReading:
+    if getattr(layer, "two_gates", False):
+        raise _unsupported(layer, "its two independent gates are not read")
     add_kernel, mul_kernel = _numpy(layer.kernel), _numpy(layer.mul_kernel)
     add_rounded, add_distance = _round(add_kernel, SIGNED_VALUES)
     mul_rounded, mul_distance = _round(mul_kernel, SIGNED_VALUES)
     units = add_kernel.shape[1]
-    if layer_inputs is not None:
+    if getattr(layer, "gate_type", "input") == "constant":
+        # An input-independent gate σ(G) is known without inputs.
+        low = high = 1.0 / (1.0 + np.exp(-_numpy(layer.gate)))
+        free = np.ones(units, dtype=bool)
+        source = "(input-independent)"
+    elif layer_inputs is not None:
         gates = _numpy(layer.gate_values(layer_inputs)).reshape(-1, units)
         low, high = gates.min(axis=0), gates.max(axis=0)
         source = "on sample_inputs"

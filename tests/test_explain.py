@@ -191,7 +191,9 @@ def test_nau_nau_reads_a_minus_b():
 
     explanation = explain(model)
 
-    assert str(explanation) == "y = sum(x[0:3]) - sum(x[2:5])"
+    # A linear chain reads as its effective coefficients: x2 is in both
+    # subsets and cancels.
+    assert str(explanation) == "y = x0 + x1 - x3 - x4"
     assert explanation.layers[1] == "nau_out: y = h0 - h1"
     assert compare_with_task(explanation, task).verdict == "exact"
     added = compare_with_task(explanation, dataclasses.replace(task, operation="add"))
@@ -365,3 +367,21 @@ def test_explanation_is_a_plain_dataclass(product_solution):
 
     assert isinstance(explanation, Explanation)
     assert dataclasses.asdict(explanation)["outputs"] == [PRODUCT]
+
+
+def test_linear_chain_merges_hidden_rows_into_effective_coefficients():
+    # The hidden rows split the inputs arbitrarily (as a trained NAU does);
+    # the readout is the one linear form they compute together.
+    model = keras.Sequential(
+        [keras.Input((12,)), NAU(2, name="nau_in"), NAU(1, name="nau_out")]
+    )
+    kernel = np.zeros((12, 2), "float32")
+    kernel[[0, 2, 4, 5, 6], 0] = 1.0  # first subset [0, 8), overlap [4, 8)
+    kernel[[1, 3, 7], 1] = 1.0
+    kernel[4:12, 1] += 1.0  # second subset [4, 12)
+    model.get_layer("nau_in").kernel.assign(np.clip(kernel, -1, 1))
+    model.get_layer("nau_out").kernel.assign([[1.0], [1.0]])
+    # Inputs 4, 5, 6 are in both rows (coefficient 2); x7's two entries in
+    # row 1 clip to one weight of 1.
+    expected = "y = sum(x[0:4]) + 2*sum(x[4:7]) + sum(x[7:12])"
+    assert str(explain(model)) == expected
