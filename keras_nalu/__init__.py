@@ -5,7 +5,18 @@ from keras_nalu._startup import quiet_tensorflow_startup
 quiet_tensorflow_startup()
 
 from keras_nalu import callbacks  # noqa: E402, constraints, initializers, layers, regularizers
-from keras_nalu.layers import NAC, NALU, NAU, NMU, NACMul  # noqa: E402
+from keras_nalu.layers import (  # noqa: E402
+    NAC,
+    NALU,
+    NAU,
+    NMU,
+    NPU,
+    ArithmeticCell,
+    GatedNAUNMU,
+    NACMul,
+    RealNPU,
+    iNALU,
+)
 
 __version__ = "0.1.0"
 
@@ -14,7 +25,12 @@ __all__ = [
     "NALU",
     "NAU",
     "NMU",
+    "NPU",
+    "ArithmeticCell",
+    "GatedNAUNMU",
     "NACMul",
+    "RealNPU",
+    "iNALU",
     "callbacks",
     "constraints",
     "initializers",

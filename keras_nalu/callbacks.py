@@ -1,11 +1,12 @@
-"""Callbacks that drive the units' training: the regularization schedule."""
+"""Callbacks that drive the units' training: regularization, reinitialization."""
 
 import warnings
 
 import keras
+import numpy as np
 
 from keras_nalu._api import export
-from keras_nalu._validation import check_non_negative
+from keras_nalu._validation import check_non_negative, check_positive_int
 from keras_nalu.regularizers import (
     ScheduledRegularizer,
     schedule_factor,
@@ -128,6 +129,11 @@ class RegularizationSchedule(keras.callbacks.Callback):
     def on_train_batch_begin(self, batch, logs=None):
         self._update()
 
+    def on_train_end(self, logs=None):
+        # The last update ran before the last execution; after fit the
+        # strength is λ(optimizer.iterations), the next step's (evaluate, save).
+        self._update()
+
     def _update(self):
         step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
         for regularizer in self._regularizers:
@@ -228,4 +234,357 @@ class ProgressBar(keras.callbacks.Callback):
             "total_steps": self.total_steps,
             "keys": list(self.keys),
             "description": self.description,
+        }
+
+
+def _loss_gated_regularizers(layers) -> list:
+    found = {}
+    for layer in layers:
+        candidates = list(vars(layer).values())
+        candidates += [getattr(w, "regularizer", None) for w in layer.weights]
+        for candidate in candidates:
+            if getattr(candidate, "loss_gated", False):
+                found[id(candidate)] = candidate
+    return list(found.values())
+
+
+def _optimizer_step(model) -> int:
+    return int(keras.ops.convert_to_numpy(model.optimizer.iterations))
+
+
+@export
+class LossGatedRegularization(keras.callbacks.Callback):
+    """Switches loss-gated regularizers on while the loss is low enough.
+
+    A loss-gated regularizer (`keras_nalu.regularizers.Saturation` with a
+    `loss_threshold`, the iNALU's default) starts switched off. At the end of
+    every epoch this callback switches each one on for the next epoch if at
+    least its `warmup_epochs` epochs are done and the monitored value of the
+    epoch is below its `loss_threshold`, and off otherwise. This is the
+    iNALU recipe (the authors regularize after epoch 10 whenever the MSE is
+    below 1) at epoch rather than step granularity.
+
+    Monitor a loss without the regularizer itself — compile with
+    `metrics=["mse"]` and pass `monitor="mse"` — or the regularizer's own
+    contribution to `"loss"` can switch it off again. The strength in force
+    is written into `logs` (key `saturation_strength`).
+
+    Args:
+        monitor: the `logs` key to read, default `"loss"`.
+
+    Example:
+
+    >>> import numpy as np, keras, keras_nalu
+    >>> model = keras.Sequential([keras.Input((2,)), keras_nalu.layers.iNALU(1)])
+    >>> model.compile("adam", "mse", metrics=["mse"])
+    >>> switch = keras_nalu.callbacks.LossGatedRegularization(monitor="mse")
+    >>> history = model.fit(np.ones((4, 2)), np.ones((4, 1)), epochs=2,
+    ...                     callbacks=[switch], verbose=0)
+    >>> history.history["saturation_strength"]  # off during the 10 warm-up epochs
+    [0.0, 0.0]
+
+    Reference: Schlör, Ring, Hotho, "iNALU" (2020), the authors' training
+    script; SPEC §1.
+    """
+
+    def __init__(self, monitor: str = "loss"):
+        super().__init__()
+        self.monitor = monitor
+        self._regularizers = []
+
+    def on_train_begin(self, logs=None):
+        self._regularizers = _loss_gated_regularizers(iter_layers(self.model))
+        if not self._regularizers:
+            warnings.warn(
+                "LossGatedRegularization found no loss-gated regularizer in the "
+                "model (keras_nalu.regularizers.Saturation with a "
+                "loss_threshold); it does nothing.",
+                stacklevel=2,
+            )
+
+    def on_epoch_end(self, epoch, logs=None):
+        if not self._regularizers:
+            return
+        logs = {} if logs is None else logs
+        if self.monitor not in logs:
+            raise ValueError(
+                f"LossGatedRegularization monitors '{self.monitor}', which is "
+                f"not in the logs. Available: {sorted(logs)}"
+            )
+        loss = float(logs[self.monitor])
+        step = _optimizer_step(self.model)
+        report = {}
+        for regularizer in self._regularizers:
+            regularizer.set_enabled(regularizer.wanted(epoch + 1, loss), step)
+            name = regularizer.log_name
+            value = regularizer.strength_at(step)
+            report[name] = max(report.get(name, 0.0), value)
+        logs.update(report)
+
+    def get_config(self):
+        return {"monitor": self.monitor}
+
+
+#: Optimizer state per variable, by optimizer class: the attributes holding
+#: one slot variable per trainable variable (Keras 3 optimizers).
+_SLOT_ATTRIBUTES = (
+    (keras.optimizers.Adam, ("_momentums", "_velocities", "_velocity_hats")),
+    (keras.optimizers.SGD, ("momentums",)),
+    (keras.optimizers.RMSprop, ("_velocities", "_momentums", "_average_gradients")),
+)
+
+
+def optimizer_slots(optimizer, variable) -> list:
+    """The optimizer's per-variable state for `variable` (Adam m, v; ...).
+
+    Handles Adam (and AdamW), SGD (its momentum) and RMSprop, also inside a
+    `LossScaleOptimizer`; an unbuilt optimizer has none yet. Other optimizers
+    raise a ValueError rather than be reset half-way.
+
+    Example:
+
+    >>> import keras
+    >>> from keras_nalu.callbacks import optimizer_slots
+    >>> variable = keras.Variable([1.0, 2.0])
+    >>> adam = keras.optimizers.Adam()
+    >>> adam.build([variable])
+    >>> [slot.name for slot in optimizer_slots(adam, variable)]
+    ['variable_momentum', 'variable_velocity']
+    """
+    optimizer = getattr(optimizer, "inner_optimizer", optimizer)
+    attributes = next(
+        (names for cls, names in _SLOT_ATTRIBUTES if isinstance(optimizer, cls)),
+        None,
+    )
+    if attributes is None:
+        supported = ", ".join(cls.__name__ for cls, _ in _SLOT_ATTRIBUTES)
+        raise ValueError(
+            "Cannot reset the state of optimizer "
+            f"{type(optimizer).__name__}; supported: {supported}."
+        )
+    if not optimizer.built:
+        return []
+    try:
+        index = optimizer._get_variable_index(variable)
+    except KeyError:
+        return []  # not trained by this optimizer
+    slots = []
+    for attribute in attributes:
+        per_variable = getattr(optimizer, attribute, None) or []
+        if index < len(per_variable) and per_variable[index] is not None:
+            slots.append(per_variable[index])
+    return slots
+
+
+def reset_optimizer_slots(optimizer, variables) -> None:
+    """Sets the optimizer's state of `variables` to zero (see `optimizer_slots`)."""
+    for variable in variables:
+        for slot in optimizer_slots(optimizer, variable):
+            slot.assign(keras.ops.zeros_like(slot))
+
+
+def loss_stalled(losses, loss_threshold: float) -> bool:
+    """The iNALU reinitialization test on a loss history.
+
+    With the history split into a first and a second half, the loss stalls
+    above the threshold if mean(first) <= mean(second) + std(second) and
+    mean(second) > loss_threshold. A non-finite loss in the second half counts
+    as stalled.
+
+    Example:
+
+    >>> from keras_nalu.callbacks import loss_stalled
+    >>> loss_stalled([5.0, 4.9, 5.1, 5.0], loss_threshold=1.0)
+    True
+    >>> loss_stalled([9.0, 7.0, 5.0, 3.0], loss_threshold=1.0)
+    False
+    """
+    losses = np.asarray(losses, dtype=np.float64)
+    if losses.size < 2:
+        return False
+    first, second = losses[: losses.size // 2], losses[losses.size // 2 :]
+    if not np.all(np.isfinite(second)):
+        return True
+    return bool(
+        np.mean(first) <= np.mean(second) + np.std(second)
+        and np.mean(second) > loss_threshold
+    )
+
+
+def _reseeded(initializer, seed_generator):
+    """`initializer` drawing from `seed_generator`: new values at every call.
+
+    Keras initializers with an integer seed, or none, repeat their values.
+    """
+    config = initializer.get_config()
+    if "seed" not in config:
+        return initializer  # deterministic (zeros, constants): same values
+    config["seed"] = seed_generator
+    return type(initializer)(**config)
+
+
+def _own_trainable_weights(layer) -> list:
+    # Keras 3 keeps a layer's own variables apart from its sublayers'.
+    return list(getattr(layer, "_trainable_variables", []))
+
+
+_NAMED_INITIALIZERS = {"recurrent_kernel": "recurrent_initializer"}
+
+
+def _initializer_of(layer, variable):
+    recorded = getattr(layer, "initializer_of", None)
+    if callable(recorded) and recorded(variable) is not None:
+        return recorded(variable)
+    name = _NAMED_INITIALIZERS.get(variable.name, f"{variable.name}_initializer")
+    initializer = getattr(layer, name, None)
+    if initializer is None:
+        raise ValueError(
+            f"Reinitialization cannot tell which initializer drew weight "
+            f"'{variable.path}' of layer '{layer.name}' "
+            f"({type(layer).__name__}); pass initializer=... to draw every "
+            "weight from one."
+        )
+    return initializer
+
+
+@export
+class Reinitialization(keras.callbacks.Callback):
+    """Re-draws the weights when the loss stalls above a threshold (iNALU).
+
+    Every `every` epochs, with the per-epoch values of `monitor` recorded since
+    the start (or the last reinitialization), the test of `loss_stalled`:
+
+        mean(first half) <= mean(second half) + std(second half)
+        and mean(second half) > loss_threshold
+
+    (or a non-finite loss) re-draws every trainable weight of the chosen
+    layers from the initializer that drew it (`ArithmeticLayer`s record it;
+    Keras layers' `<weight>_initializer` attributes), re-seeded so the draw is
+    new, applies the weight's constraint, and zeroes the optimizer's state of
+    those weights (Adam's m and v, SGD's momentum, RMSprop's accumulators;
+    see `optimizer_slots`). Loss-gated regularizers of those layers are
+    switched off, the history is cleared, and the number of
+    reinitializations so far is written into `logs["reinitializations"]`.
+
+    The authors test the per-step losses of the last ≥ 10⁴ steps every 10
+    epochs of 10³ steps and re-draw all weights from U[-2, 2]; here the
+    history holds epoch means (pass `initializer=keras.initializers.
+    RandomUniform(-2, 2)` for their draw).
+
+    Args:
+        every: test every this many epochs (and only with at least this many
+            recorded); default 10.
+        loss_threshold: the loss above which a stall triggers; default 1.
+        monitor: the `logs` key of the loss; default `"loss"` (`"mse"` with
+            `metrics=["mse"]` leaves regularizers out).
+        layers: names of the layers to re-draw (nested layers are found by
+            name); None for every layer with trainable weights.
+        initializer: one initializer for every weight instead of their own.
+        seed: seed of the re-draws (None: nondeterministic).
+
+    Example:
+
+    >>> import keras_nalu
+    >>> reinit = keras_nalu.callbacks.Reinitialization(every=10, monitor="mse")
+
+    Reference: seed 003 §5.1; Schlör, Ring, Hotho, "iNALU" (2020), §3 and
+    the authors' training script.
+    """
+
+    def __init__(
+        self,
+        every: int = 10,
+        loss_threshold: float = 1.0,
+        monitor: str = "loss",
+        layers=None,
+        initializer=None,
+        seed: int | None = None,
+    ):
+        super().__init__()
+        self.every = check_positive_int("Reinitialization", "every", every)
+        self.loss_threshold = check_non_negative(
+            "Reinitialization", "loss_threshold", loss_threshold
+        )
+        self.monitor = monitor
+        self.layers = None if layers is None else [str(name) for name in layers]
+        self.initializer = (
+            None if initializer is None else keras.initializers.get(initializer)
+        )
+        self.seed = seed
+        self.history = []
+        self.reinitializations = 0
+        self._seed_generator = None
+
+    def target_layers(self) -> list:
+        """The layers whose weights a reinitialization re-draws."""
+        layers = [layer for layer in iter_layers(self.model) if layer is not self.model]
+        if self.layers is None:
+            return [layer for layer in layers if _own_trainable_weights(layer)]
+        by_name = {layer.name: layer for layer in layers}
+        missing = [name for name in self.layers if name not in by_name]
+        if missing:
+            raise ValueError(
+                f"Reinitialization: no layer named {missing} in model "
+                f"'{self.model.name}'. Layers: {sorted(by_name)}"
+            )
+        return [by_name[name] for name in self.layers]
+
+    def on_train_begin(self, logs=None):
+        self.history = []
+        if self._seed_generator is None:
+            self._seed_generator = keras.random.SeedGenerator(self.seed)
+        self.target_layers()  # fails now, not after `every` epochs, on bad names
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = {} if logs is None else logs
+        if self.monitor not in logs:
+            raise ValueError(
+                f"Reinitialization monitors '{self.monitor}', which is not in "
+                f"the logs. Available: {sorted(logs)}"
+            )
+        self.history.append(float(logs[self.monitor]))
+        if (
+            (epoch + 1) % self.every == 0
+            and len(self.history) >= self.every
+            and loss_stalled(self.history, self.loss_threshold)
+        ):
+            self.reinitialize()
+        logs["reinitializations"] = self.reinitializations
+
+    def reinitialize(self) -> None:
+        """Re-draws the weights and zeroes their optimizer state now."""
+        if self._seed_generator is None:
+            self._seed_generator = keras.random.SeedGenerator(self.seed)
+        layers = self.target_layers()
+        variables = []
+        for layer in layers:
+            for variable in _own_trainable_weights(layer):
+                initializer = self.initializer or _initializer_of(layer, variable)
+                initializer = _reseeded(initializer, self._seed_generator)
+                value = initializer(variable.shape, dtype=variable.dtype)
+                if getattr(variable, "constraint", None) is not None:
+                    value = variable.constraint(value)
+                variable.assign(value)
+                variables.append(variable)
+        optimizer = getattr(self.model, "optimizer", None)
+        if optimizer is not None:
+            reset_optimizer_slots(optimizer, variables)
+        step = _optimizer_step(self.model) if optimizer is not None else 0
+        for regularizer in _loss_gated_regularizers(layers):
+            regularizer.set_enabled(False, step)
+        self.history = []
+        self.reinitializations += 1
+
+    def get_config(self):
+        return {
+            "every": self.every,
+            "loss_threshold": self.loss_threshold,
+            "monitor": self.monitor,
+            "layers": self.layers,
+            "initializer": (
+                None
+                if self.initializer is None
+                else keras.initializers.serialize(self.initializer)
+            ),
+            "seed": self.seed,
         }

@@ -121,17 +121,23 @@ class NMUUniform(keras.initializers.RandomUniform):
         return {"seed": super().get_config()["seed"]}
 
 
-def clone_with_new_seed(initializer):
+def clone_with_new_seed(initializer, offset: int = 1):
     """A copy of `initializer` that draws different values.
 
     Keras initializers with an integer seed return the same values on every
     call; a layer with two weights of one shape (the NAC's Ŵ and M̂) would get
-    Ŵ = M̂. The copy keeps determinism by shifting an integer seed by one.
+    Ŵ = M̂. The copy keeps determinism by shifting an integer seed by
+    `offset` (use distinct offsets for more than one copy). An initializer
+    seeded with a `keras.random.SeedGenerator` is returned as it is: its
+    generator advances at every call, whereas a copy would restart it and
+    repeat the first draw.
     """
+    if isinstance(getattr(initializer, "seed", None), keras.random.SeedGenerator):
+        return initializer
     config = initializer.get_config()
     seed = config.get("seed")
     if isinstance(seed, int):
-        config["seed"] = seed + 1
+        config["seed"] = seed + offset
     return initializer.__class__.from_config(config)
 
 

@@ -2,30 +2,43 @@
 
 A preset names its two layers and its sparsity schedule; `build_model` turns
 it into a compiled Keras model plus the callbacks it trains with. Every field
-can be overridden per call.
+can be overridden per call. `build_sequence_model` makes the recurrent models
+(a preset's hidden unit as a recurrent cell, or an LSTM/GRU baseline).
 """
 
 import dataclasses
+from collections.abc import Mapping
+from typing import Any
 
 import keras
 
+from keras_nalu import callbacks as nalu_callbacks
 from keras_nalu import layers as units
 from keras_nalu import regularizers
 from keras_nalu._validation import check_positive, check_positive_int
-from keras_nalu.callbacks import RegularizationSchedule
+from keras_nalu.callbacks import RegularizationSchedule, find_scheduled_regularizers
 
 
 @dataclasses.dataclass(frozen=True)
 class Preset:
-    """A two-layer model of seed 001 Table 4.
+    """A two-layer model of seed 001 Table 4 (or of the paper of its unit).
 
     Attributes:
         name: the preset's name (`keras-nalu train --model NAME`).
-        layers: the kind of the hidden and of the output layer.
+        layers: the kind of the hidden and of the output layer (see
+            `make_layer`).
         sparsity: λ_sparse, or None for units without a sparsity regularizer.
+            One λ(t) for every unit of the model (seed 001 §2.7): the NAU/NMU
+            sparsity terms and the NPU's L1 penalty.
         start: step at which λ starts to ramp up.
         end: step at which λ reaches `sparsity`.
         description: one line for `--help` and the README.
+        optimizer_options: extra optimizer arguments, e.g. `{"clipvalue":
+            0.1}` (gradient clipping of the iNALU).
+        metrics: metrics to compile, e.g. `("mse",)` for a loss without the
+            regularizers that a callback can monitor.
+        callbacks: callbacks the preset trains with, as `{class name in
+            keras_nalu.callbacks: constructor arguments}`.
     """
 
     name: str
@@ -34,6 +47,9 @@ class Preset:
     start: int | None = None
     end: int | None = None
     description: str = ""
+    optimizer_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    metrics: tuple[str, ...] = ()
+    callbacks: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
 
 
 PRESETS: dict[str, Preset] = {
@@ -55,11 +71,81 @@ PRESETS: dict[str, Preset] = {
         Preset("linear", ("linear", "linear"), description="Linear → Linear"),
         Preset("relu", ("relu", "relu"), description="ReLU → ReLU"),
         Preset("relu6", ("relu6", "relu6"), description="ReLU6 → ReLU6"),
+        Preset(
+            "nac_mul_sigma",
+            ("nac", "nac_mul_sigmoid"),
+            description="NAC+ → NAC•σ, W = σ(Ŵ): multiplication only (001 §4.1.3)",
+        ),
+        Preset(
+            "nac_mul_nmu",
+            ("nac", "nac_mul_nmu"),
+            10.0,
+            1_000_000,
+            2_000_000,
+            "NAC+ → NAC•NMU, W = clip(Ŵ, 0, 1) with the NMU's sparsity "
+            "(001 §4.1.3, Table 4)",
+        ),
+        Preset(
+            "gated_nau_nmu",
+            ("nau", "gated_nau_nmu"),
+            10.0,
+            1_000_000,
+            2_000_000,
+            "NAU → gated NAU/NMU (001 App. C.5, Table 5), the NMU preset's λ(t)",
+        ),
+        Preset(
+            "nalu_separate",
+            ("nac", "nalu_separate"),
+            description="NAC+ → NALU with separate weights (001 App. C.5, Table 5)",
+        ),
+        Preset(
+            "nalu_shared",
+            ("nac", "nalu"),
+            description="NAC+ → NALU with shared weights (001 App. C.5, Table 5)",
+        ),
+        Preset(
+            "inalu",
+            ("inalu", "inalu"),
+            description="iNALU → iNALU with gradient clipping ±0.1, the loss-gated "
+            "saturation regularizer and reinitialization (Schlör et al. 2020)",
+            optimizer_options={"clipvalue": 0.1},
+            metrics=("mse",),
+            callbacks={
+                "LossGatedRegularization": {"monitor": "mse"},
+                "Reinitialization": {
+                    "every": 10,
+                    "loss_threshold": 1.0,
+                    "monitor": "mse",
+                },
+            },
+        ),
+        Preset(
+            "npu",
+            ("nau", "npu"),
+            0.01,
+            5_000,
+            50_000,
+            "NAU → NPU; λ(t) of the NAU preset for the NAU's sparsity and the "
+            "NPU's L1 (Heim et al. 2020)",
+        ),
+        Preset(
+            "real_npu",
+            ("nau", "real_npu"),
+            0.01,
+            5_000,
+            50_000,
+            "NAU → RealNPU; λ(t) as the npu preset",
+        ),
     )
 }
 
-#: Whose sparsity regularizer acts on which weight domain.
-_DOMAINS = {"nau": "signed", "nmu": "unsigned"}
+#: Sequence-only baselines of `build_sequence_model` (not in PRESETS).
+SEQUENCE_BASELINES = ("lstm", "gru")
+
+#: Kinds whose recurrent cell starts from the multiplicative identity 1.
+MULTIPLICATIVE_KINDS = frozenset(
+    {"nmu", "nac_mul", "nac_mul_sigmoid", "nac_mul_nmu", "npu", "real_npu"}
+)
 
 
 def get_preset(name: str) -> Preset:
@@ -71,26 +157,110 @@ def get_preset(name: str) -> Preset:
     return PRESETS[name]
 
 
-def make_layer(kind: str, units_out: int, preset: Preset, name: str):
-    """One layer of a preset; NAU/NMU share the preset's λ(t) (seed 001 §2.7)."""
-    if kind in _DOMAINS:
-        sparsity = None
-        if preset.sparsity is not None:
-            sparsity = regularizers.Sparsity(
-                preset.sparsity, preset.start, preset.end, domain=_DOMAINS[kind]
-            )
-        cls = units.NAU if kind == "nau" else units.NMU
-        return cls(units_out, kernel_regularizer=sparsity, name=name)
-    if kind == "nac":
-        return units.NAC(units_out, name=name)
-    if kind == "nac_mul":
-        return units.NACMul(units_out, name=name)
-    if kind == "nalu":
-        return units.NALU(units_out, name=name)
-    activation = {"linear": None, "relu": "relu", "relu6": "relu6"}[kind]
-    return keras.layers.Dense(
-        units_out, activation=activation, use_bias=False, name=name
+def _sparsity(preset: Preset, domain: str):
+    if preset.sparsity is None:
+        return None
+    return regularizers.Sparsity(
+        preset.sparsity, preset.start, preset.end, domain=domain
     )
+
+
+def _l1(preset: Preset):
+    if preset.sparsity is None:
+        return None
+    return regularizers.L1(preset.sparsity, preset.start, preset.end)
+
+
+#: kind -> the layer it makes; NAU/NMU-type weights share the preset's λ(t).
+_LAYER_KINDS = {
+    "nau": lambda n, p, name: units.NAU(
+        n, kernel_regularizer=_sparsity(p, "signed"), name=name
+    ),
+    "nmu": lambda n, p, name: units.NMU(
+        n, kernel_regularizer=_sparsity(p, "unsigned"), name=name
+    ),
+    "nac": lambda n, p, name: units.NAC(n, name=name),
+    "nac_mul": lambda n, p, name: units.NACMul(n, name=name),
+    "nac_mul_sigmoid": lambda n, p, name: units.NACMul(
+        n, parametrization="sigmoid", name=name
+    ),
+    "nac_mul_nmu": lambda n, p, name: units.NACMul(
+        n,
+        parametrization="nmu",
+        kernel_regularizer=_sparsity(p, "unsigned"),
+        name=name,
+    ),
+    "nalu": lambda n, p, name: units.NALU(n, name=name),
+    "nalu_separate": lambda n, p, name: units.NALU(n, separate_weights=True, name=name),
+    "gated_nau_nmu": lambda n, p, name: units.GatedNAUNMU(
+        n,
+        nau_kernel_regularizer=_sparsity(p, "signed"),
+        nmu_kernel_regularizer=_sparsity(p, "unsigned"),
+        name=name,
+    ),
+    "inalu": lambda n, p, name: units.iNALU(n, name=name),
+    "npu": lambda n, p, name: units.NPU(n, kernel_regularizer=_l1(p), name=name),
+    "real_npu": lambda n, p, name: units.RealNPU(
+        n, kernel_regularizer=_l1(p), name=name
+    ),
+}
+_DENSE_KINDS = {"linear": None, "relu": "relu", "relu6": "relu6"}
+LAYER_KINDS = (*_LAYER_KINDS, *_DENSE_KINDS)
+
+
+def make_layer(kind: str, units_out: int, preset: Preset, name: str):
+    """One layer of a preset; NAU/NMU share the preset's λ(t) (seed 001 §2.7).
+
+    Kinds: "nau", "nmu", "nac", "nac_mul", "nac_mul_sigmoid" (NAC•σ),
+    "nac_mul_nmu" (NAC•NMU), "nalu", "nalu_separate", "gated_nau_nmu",
+    "inalu", "npu", "real_npu" and the bias-free Dense baselines "linear",
+    "relu", "relu6".
+    """
+    if kind in _LAYER_KINDS:
+        return _LAYER_KINDS[kind](units_out, preset, name)
+    if kind not in _DENSE_KINDS:
+        raise ValueError(
+            f"Unknown layer kind. Expected one of {sorted(LAYER_KINDS)}. "
+            f"Received: kind={kind!r}"
+        )
+    return keras.layers.Dense(
+        units_out, activation=_DENSE_KINDS[kind], use_bias=False, name=name
+    )
+
+
+def _compile(model, preset, learning_rate, optimizer, jit_compile, steps_per_execution):
+    model.compile(
+        optimizer=keras.optimizers.get(
+            {
+                "class_name": optimizer,
+                "config": {"learning_rate": learning_rate, **preset.optimizer_options},
+            }
+        ),
+        loss="mse",
+        metrics=list(preset.metrics) or None,
+        jit_compile=jit_compile,
+        steps_per_execution=steps_per_execution,
+    )
+
+
+def _preset_callbacks(model, preset: Preset) -> list[keras.callbacks.Callback]:
+    callbacks = []
+    scheduled = any(r.scheduled for r in find_scheduled_regularizers(model))
+    if preset.sparsity is not None or scheduled:
+        callbacks.append(RegularizationSchedule())
+    for name, config in preset.callbacks.items():
+        callbacks.append(getattr(nalu_callbacks, name)(**config))
+    return callbacks
+
+
+def _override(preset, sparsity, start, end) -> Preset:
+    preset = get_preset(preset) if isinstance(preset, str) else preset
+    overrides = {
+        key: value
+        for key, value in {"sparsity": sparsity, "start": start, "end": end}.items()
+        if value is not None
+    }
+    return dataclasses.replace(preset, **overrides)
 
 
 def build_model(
@@ -120,7 +290,8 @@ def build_model(
 
     Returns:
         `(model, callbacks)`; the callbacks hold the `RegularizationSchedule`
-        for presets with a sparsity regularizer.
+        for presets with a sparsity regularizer and the preset's own (the
+        iNALU's `LossGatedRegularization` and `Reinitialization`).
 
     Example:
 
@@ -129,13 +300,7 @@ def build_model(
     >>> [type(layer).__name__ for layer in model.layers]
     ['NAU', 'NMU']
     """
-    preset = get_preset(preset) if isinstance(preset, str) else preset
-    overrides = {
-        key: value
-        for key, value in {"sparsity": sparsity, "start": start, "end": end}.items()
-        if value is not None
-    }
-    preset = dataclasses.replace(preset, **overrides)
+    preset = _override(preset, sparsity, start, end)
     check_positive_int("build_model", "input_size", input_size)
     check_positive_int("build_model", "hidden_size", hidden_size)
     check_positive("build_model", "learning_rate", learning_rate)
@@ -148,15 +313,88 @@ def build_model(
         ],
         name=preset.name,
     )
-    model.compile(
-        optimizer=keras.optimizers.get(
-            {"class_name": optimizer, "config": {"learning_rate": learning_rate}}
-        ),
-        loss="mse",
-        jit_compile=jit_compile,
-        steps_per_execution=steps_per_execution,
+    _compile(model, preset, learning_rate, optimizer, jit_compile, steps_per_execution)
+    return model, _preset_callbacks(model, preset)
+
+
+def build_sequence_model(
+    model: Preset | str,
+    input_size: int,
+    hidden_size: int = 2,
+    output_size: int = 1,
+    learning_rate: float = 1e-3,
+    optimizer: str = "adam",
+    sparsity: float | None = None,
+    start: int | None = None,
+    end: int | None = None,
+    jit_compile: bool | str = "auto",
+    steps_per_execution: int = 1,
+) -> tuple[keras.Model, list[keras.callbacks.Callback]]:
+    """A compiled recurrent model for sequences `(batch, time, input_size)`.
+
+    For a preset (or its name) the hidden unit becomes an `ArithmeticCell`
+    run by `keras.layers.RNN` over concat([x_t, h_{t-1}]) — h_0 = 1 for
+    multiplicative units (`MULTIPLICATIVE_KINDS`), 0 otherwise — and the
+    output unit reads the last state: e.g. "nmu" accumulates the subset sums
+    with a recurrent NAU and multiplies them with an NMU (seed 002's
+    recurrent arithmetic task). "lstm" and "gru" are the baselines:
+    `keras.layers.LSTM`/`GRU(hidden_size)` followed by a linear `Dense`. The
+    time axis is left open, so a model trained on 10 steps runs on 1000.
+
+    Args:
+        model: a `Preset`, its name, or "lstm" / "gru".
+        input_size: size of each step x_t.
+        hidden_size: width of the recurrent state.
+        output_size: width of the output.
+        learning_rate, optimizer, sparsity, start, end, jit_compile,
+            steps_per_execution: as for `build_model`.
+
+    Returns:
+        `(model, callbacks)` as `build_model`.
+
+    Example:
+
+    >>> from keras_nalu.models import build_sequence_model
+    >>> model, callbacks = build_sequence_model("nmu", input_size=10)
+    >>> [type(layer).__name__ for layer in model.layers]
+    ['RNN', 'NMU']
+    >>> type(model.layers[0].cell.unit).__name__
+    'NAU'
+    """
+    check_positive_int("build_sequence_model", "input_size", input_size)
+    check_positive_int("build_sequence_model", "hidden_size", hidden_size)
+    check_positive("build_sequence_model", "learning_rate", learning_rate)
+    if isinstance(model, str) and model in SEQUENCE_BASELINES:
+        preset = Preset(model, (model, "linear"), description=model.upper())
+        recurrent_cls = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU}[model]
+        recurrent = recurrent_cls(hidden_size, name="recurrent")
+        output = keras.layers.Dense(output_size, name="output")
+    else:
+        if isinstance(model, str) and model not in PRESETS:
+            raise ValueError(
+                "Unknown sequence model. Expected one of "
+                f"{sorted([*PRESETS, *SEQUENCE_BASELINES])}. Received: model={model!r}"
+            )
+        preset = _override(model, sparsity, start, end)
+        hidden_kind, output_kind = preset.layers
+        initial = 1.0 if hidden_kind in MULTIPLICATIVE_KINDS else 0.0
+        cell = units.ArithmeticCell(
+            make_layer(hidden_kind, hidden_size, preset, "hidden"),
+            initial_state_value=initial,
+            name="cell",
+        )
+        recurrent = keras.layers.RNN(cell, name="recurrent")
+        output = make_layer(output_kind, output_size, preset, "output")
+    sequence_model = keras.Sequential(
+        [keras.Input((None, input_size)), recurrent, output],
+        name=f"{preset.name}_sequence",
     )
-    callbacks = []
-    if preset.sparsity is not None:
-        callbacks.append(RegularizationSchedule())
-    return model, callbacks
+    _compile(
+        sequence_model,
+        preset,
+        learning_rate,
+        optimizer,
+        jit_compile,
+        steps_per_execution,
+    )
+    return sequence_model, _preset_callbacks(sequence_model, preset)

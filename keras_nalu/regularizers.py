@@ -7,12 +7,17 @@ ignored. Here the strength lives in a non-trainable `keras.Variable`, which the
 """
 
 import math
+import numbers
 
 import keras
 from keras import ops
 
 from keras_nalu._api import export
-from keras_nalu._validation import check_choice, check_non_negative
+from keras_nalu._validation import (
+    check_choice,
+    check_non_negative,
+    check_positive,
+)
 
 SCHEDULE_MODES = ("linear", "exp")
 
@@ -228,6 +233,136 @@ class OutOfBounds(ScheduledRegularizer):
         }
 
 
+@export
+class L1(ScheduledRegularizer):
+    """strength · mean(|W|): pulls every weight towards 0.
+
+    The Neural Power Unit's sparsity penalty. Heim et al. grow its strength β
+    during training; here β follows the `ScheduledRegularizer` ramp (linear or
+    "exp" between `start` and `end`, driven by `RegularizationSchedule`). The
+    mean (not the sum) keeps β comparable across layer sizes, as for
+    `Sparsity`.
+
+    Args:
+        strength: β, `>= 0`.
+        start, end, mode: the schedule (see `ScheduledRegularizer`).
+
+    Example:
+
+    >>> import numpy as np, keras_nalu
+    >>> reg = keras_nalu.regularizers.L1(0.5)
+    >>> float(reg(np.array([[1.0], [-3.0]], "float32")))
+    1.0
+
+    Reference: Heim, Pevný, Šmídl, "Neural Power Units", NeurIPS 2020,
+    §3.
+    """
+
+    log_name = "l1_strength"
+
+    def penalty(self, w):
+        return ops.mean(ops.abs(w))
+
+
+@export
+class Saturation(ScheduledRegularizer):
+    """strength · mean(max(threshold - |p|, 0)): drives parameters past ±threshold.
+
+    The iNALU regularizer: pushing Ŵ, M̂ and the gate's G beyond ±20
+    saturates tanh and σ, so W = tanh(Ŵ)⊙σ(M̂) becomes exactly -1, 0 or 1
+    and the gate exactly 0 or 1. With the defaults it is the authors'
+    0.05 · mean(max(20 - |p|, 0)) per parameter tensor.
+
+    With `loss_threshold` set, the regularizer starts switched off and the
+    `keras_nalu.callbacks.LossGatedRegularization` callback switches it on
+    after `warmup_epochs` epochs whenever the monitored loss of the last epoch
+    is below `loss_threshold` (and off again when it is not). The authors
+    apply it after epoch 10 to the steps whose MSE is below 1.
+
+    Args:
+        strength: the strength, `>= 0`; 0.05 (the authors' 1/t for t = 20).
+        threshold: t > 0, the magnitude beyond which a parameter is free.
+        loss_threshold: switch on only while the loss is below this; None for
+            always on.
+        warmup_epochs: epochs during which a loss-gated regularizer stays off.
+        start, end, mode: an optional ramp (see `ScheduledRegularizer`).
+
+    Example:
+
+    >>> import numpy as np, keras_nalu
+    >>> reg = keras_nalu.regularizers.Saturation()
+    >>> round(float(reg(np.array([[0.0], [25.0]], "float32"))), 4)
+    0.5
+
+    Reference: Schlör, Ring, Hotho, "iNALU: Improved Neural Arithmetic Logic
+    Unit", arXiv:2003.07629 (2020), and the authors' training script.
+    """
+
+    log_name = "saturation_strength"
+
+    def __init__(
+        self,
+        strength: float = 0.05,
+        threshold: float = 20.0,
+        loss_threshold: float | None = None,
+        warmup_epochs: int = 0,
+        start: int | None = None,
+        end: int | None = None,
+        mode: str = "linear",
+    ):
+        self.threshold = check_positive("Saturation", "threshold", threshold)
+        self.loss_threshold = (
+            None
+            if loss_threshold is None
+            else check_positive("Saturation", "loss_threshold", loss_threshold)
+        )
+        if (
+            isinstance(warmup_epochs, bool)
+            or not isinstance(warmup_epochs, numbers.Integral)
+            or warmup_epochs < 0
+        ):
+            raise ValueError(
+                "Saturation expects warmup_epochs to be an integer >= 0. "
+                f"Received: warmup_epochs={warmup_epochs!r}"
+            )
+        self.warmup_epochs = int(warmup_epochs)
+        self.enabled = self.loss_threshold is None
+        super().__init__(strength=strength, start=start, end=end, mode=mode)
+
+    @property
+    def loss_gated(self) -> bool:
+        return self.loss_threshold is not None
+
+    def strength_at(self, step: float) -> float:
+        return super().strength_at(step) if self.enabled else 0.0
+
+    def wanted(self, epochs_done: int, loss: float) -> bool:
+        """Whether the loss gate opens after `epochs_done` epochs at `loss`."""
+        if not self.loss_gated:
+            return True
+        return (
+            epochs_done >= self.warmup_epochs
+            and math.isfinite(loss)
+            and loss < self.loss_threshold
+        )
+
+    def set_enabled(self, enabled: bool, step: float = 0) -> None:
+        """Switches the regularizer on or off (strength_at(step) or 0)."""
+        self.enabled = bool(enabled)
+        self.assign_strength(self.strength_at(step))
+
+    def penalty(self, w):
+        return ops.mean(ops.relu(self.threshold - ops.abs(w)))
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "threshold": self.threshold,
+            "loss_threshold": self.loss_threshold,
+            "warmup_epochs": self.warmup_epochs,
+        }
+
+
 def nau_sparsity() -> Sparsity:
     """The NAU's default: λ = 0.01 ramped over steps 5·10³ → 5·10⁴ (Table 4)."""
     return Sparsity(strength=0.01, start=5_000, end=50_000, domain="signed")
@@ -238,9 +373,21 @@ def nmu_sparsity() -> Sparsity:
     return Sparsity(strength=10.0, start=1_000_000, end=2_000_000, domain="unsigned")
 
 
+def inalu_saturation() -> Saturation:
+    """The iNALU default: 0.05·mean(max(20 - |p|, 0)) if loss < 1 after 10 epochs."""
+    return Saturation(
+        strength=0.05, threshold=20.0, loss_threshold=1.0, warmup_epochs=10
+    )
+
+
 def get(identifier, default_factory=None):
-    """Like `keras.regularizers.get`; "sparsity" means the unit's paper default."""
-    if identifier == "sparsity":
+    """Like `keras.regularizers.get`; "sparsity" means the unit's paper default.
+
+    "saturation" means `inalu_saturation()`, the iNALU's loss-gated default.
+    """
+    if isinstance(identifier, str) and identifier == "saturation":
+        return inalu_saturation()
+    if isinstance(identifier, str) and identifier == "sparsity":
         if default_factory is None:
             raise ValueError(
                 "'sparsity' names a unit's default regularizer; pass a "

@@ -1,9 +1,24 @@
 """The arithmetic units as Keras layers."""
 
+from keras_nalu.layers.cells import ArithmeticCell
+from keras_nalu.layers.gated import GatedNAUNMU
+from keras_nalu.layers.inalu import iNALU
 from keras_nalu.layers.nac import NAC
 from keras_nalu.layers.nac_mul import NACMul
 from keras_nalu.layers.nalu import NALU
 from keras_nalu.layers.nau import NAU
 from keras_nalu.layers.nmu import NMU
+from keras_nalu.layers.npu import NPU, RealNPU
 
-__all__ = ["NAC", "NACMul", "NALU", "NAU", "NMU"]
+__all__ = [
+    "NAC",
+    "NALU",
+    "NAU",
+    "NMU",
+    "NPU",
+    "ArithmeticCell",
+    "GatedNAUNMU",
+    "NACMul",
+    "RealNPU",
+    "iNALU",
+]

@@ -23,6 +23,7 @@ class ArithmeticLayer(keras.layers.Layer):
         super().__init__(**kwargs)
         self.units = check_positive_int(type(self).__name__, "units", units)
         self.input_spec = keras.layers.InputSpec(min_ndim=2)
+        self._weight_initializers = {}
 
     def build(self, input_shape):
         if len(input_shape) < 2:
@@ -56,6 +57,26 @@ class ArithmeticLayer(keras.layers.Layer):
 
     def to_output(self, y):
         return ops.cast(y, self.compute_dtype)
+
+    def add_weight(self, *args, initializer=None, name=None, **kwargs):
+        """`Layer.add_weight` that remembers which initializer drew each weight.
+
+        `keras_nalu.callbacks.Reinitialization` re-draws a weight from it.
+        """
+        variable = super().add_weight(
+            *args, initializer=initializer, name=name, **kwargs
+        )
+        if len(args) > 1:
+            initializer = args[1]
+        if initializer is not None:
+            self._weight_initializers[variable.name] = keras.initializers.get(
+                initializer
+            )
+        return variable
+
+    def initializer_of(self, weight):
+        """The initializer that drew `weight` (one of this layer's own), or None."""
+        return self._weight_initializers.get(weight.name)
 
     def add_kernel(self, name, input_dim, initializer, regularizer, constraint):
         # autocast=False: under mixed_float16 the weight is read in float32.

@@ -35,18 +35,26 @@ class NACWeights(ArithmeticLayer):
         self.kernel_constraint = resolve_constraint(kernel_constraint, -1.0, 1.0)
 
     def add_nac_weights(self, input_dim, prefix=""):
-        """Adds Ŵ and M̂; M̂ gets its own draw even from a seeded initializer."""
+        """Adds Ŵ and M̂; M̂ gets its own draw even from a seeded initializer.
+
+        A second pair (a `prefix`, e.g. the NALU's separate "mul_" weights)
+        draws anew too, rather than repeating the first pair's values.
+        """
+        offset = 2 if prefix else 0
+        w_hat_initializer = self.kernel_initializer
+        if offset:
+            w_hat_initializer = clone_with_new_seed(w_hat_initializer, offset)
         w_hat = self.add_kernel(
             f"{prefix}w_hat",
             input_dim,
-            self.kernel_initializer,
+            w_hat_initializer,
             self.kernel_regularizer,
             self.kernel_constraint,
         )
         m_hat = self.add_kernel(
             f"{prefix}m_hat",
             input_dim,
-            clone_with_new_seed(self.kernel_initializer),
+            clone_with_new_seed(self.kernel_initializer, offset + 1),
             self.kernel_regularizer,
             self.kernel_constraint,
         )

@@ -1,0 +1,250 @@
+"""The Neural Power Unit (NPU) and its real-valued form (RealNPU)."""
+
+import math
+
+import keras
+from keras import ops
+
+from keras_nalu._api import export
+from keras_nalu._validation import check_positive
+from keras_nalu.layers.base import (
+    ArithmeticLayer,
+    clip_like_constraint,
+    resolve_constraint,
+    resolve_initializer,
+    resolve_regularizer,
+    serialize_parts,
+)
+
+#: The paper's initial relevance gate: every input half relevant.
+DEFAULT_GATE = 0.5
+
+
+def npu_product(x, gate, real_kernel, imaginary_kernel, epsilon):
+    """The NPU's complex power product, real part, for x of (..., I), W of (I, O).
+
+        r = g ⊙ (|x| + ε) + (1 - g),   k = g ⊙ π·[x < 0]
+        z = exp(log r · Re - k · Im) ⊙ cos(k · Re + log r · Im)
+
+    `imaginary_kernel=None` is the RealNPU, z = exp(log r · Re) ⊙ cos(k · Re).
+    A gate g_i = 0 turns input i into the factor 1; π·[x < 0] is the phase of
+    a negative number, so cos(k · Re) carries the sign of ∏ x_i^Re_i.
+    """
+    log_r = ops.log(gate * (ops.abs(x) + epsilon) + (1.0 - gate))
+    k = gate * math.pi * ops.cast(ops.less(x, 0.0), x.dtype)
+    if imaginary_kernel is None:
+        return ops.exp(ops.matmul(log_r, real_kernel)) * ops.cos(
+            ops.matmul(k, real_kernel)
+        )
+    magnitude = ops.exp(
+        ops.matmul(log_r, real_kernel) - ops.matmul(k, imaginary_kernel)
+    )
+    phase = ops.matmul(k, real_kernel) + ops.matmul(log_r, imaginary_kernel)
+    return magnitude * ops.cos(phase)
+
+
+@export
+class NPU(ArithmeticLayer):
+    """Neural Power Unit: products and powers of inputs of any sign.
+
+        r = g ⊙ (|x| + ε) + (1 - g),   k = g ⊙ π·[x < 0]
+        y = exp(log r · Re - k · Im) ⊙ cos(k · Re + log r · Im)
+
+    The real part of exp(W · log x) for complex W = Re + i·Im and the complex
+    logarithm of x, with a relevance gate g ∈ [0, 1] per input that replaces an
+    irrelevant input by 1 (and so keeps log 0 out of the way). Re ∈ R^(I×O) is
+    the exponent (1 multiplies, -1 divides, ½ takes a root), `kernel`; Im
+    (`imaginary_kernel`) starts at zero; g (`gate`, shape `(input_dim,)`)
+    starts at ½ and is clamped to [0, 1] after each step and in the forward
+    pass. The paper's L1 penalty with a growing strength β is
+    `keras_nalu.regularizers.L1` with a schedule (the `"npu"` preset).
+
+    Args:
+        units: output size, an integer >= 1.
+        epsilon: ε > 0 added to |x|; default 1e-7.
+        kernel_initializer: for Re; default `"glorot_uniform"`.
+        kernel_regularizer: on Re (and Im); default None.
+        kernel_constraint: on Re (and Im); default None.
+        imaginary_initializer: for Im; default `"zeros"`.
+        gate_initializer: for g; None for the constant ½.
+        gate_regularizer: on g; default None.
+        gate_constraint: `"clip"` (to [0, 1], the default), None, or any Keras
+            constraint.
+        **kwargs: base `keras.layers.Layer` arguments.
+
+    Call arguments:
+        inputs: tensor of shape `(..., input_dim)`.
+
+    Output shape: `(..., units)`.
+
+    Example:
+
+    >>> import numpy as np, keras_nalu
+    >>> layer = keras_nalu.layers.NPU(1)
+    >>> layer.build((None, 3))
+    >>> _ = layer.kernel.assign([[1.0], [1.0], [0.0]])
+    >>> _ = layer.gate.assign([1.0, 1.0, 0.0])
+    >>> layer(np.array([[-3.0, 4.0, 0.0]], "float32")).numpy().round(3)
+    array([[-12.]], dtype=float32)
+
+    Reference: Heim, Pevný, Šmídl, "Neural Power Units", NeurIPS 2020,
+    §3.
+    """
+
+    #: Whether the unit has the imaginary weights Im (False for RealNPU).
+    complex_weights = True
+
+    def __init__(
+        self,
+        units: int,
+        epsilon: float = 1e-7,
+        kernel_initializer="glorot_uniform",
+        kernel_regularizer=None,
+        kernel_constraint=None,
+        imaginary_initializer="zeros",
+        gate_initializer=None,
+        gate_regularizer=None,
+        gate_constraint="clip",
+        **kwargs,
+    ):
+        super().__init__(units, **kwargs)
+        owner = type(self).__name__
+        self.epsilon = check_positive(owner, "epsilon", epsilon)
+        self.kernel_initializer = resolve_initializer(kernel_initializer)
+        self.kernel_regularizer = resolve_regularizer(kernel_regularizer)
+        self.kernel_constraint = resolve_constraint(kernel_constraint, -1.0, 1.0)
+        self.imaginary_initializer = (
+            resolve_initializer(imaginary_initializer) if self.complex_weights else None
+        )
+        if gate_initializer is None:
+            gate_initializer = keras.initializers.Constant(DEFAULT_GATE)
+        self.gate_initializer = resolve_initializer(gate_initializer)
+        self.gate_regularizer = resolve_regularizer(gate_regularizer)
+        self.gate_constraint = resolve_constraint(gate_constraint, 0.0, 1.0)
+
+    def build_weights(self, input_dim):
+        self.kernel = self.add_kernel(
+            "kernel",
+            input_dim,
+            self.kernel_initializer,
+            self.kernel_regularizer,
+            self.kernel_constraint,
+        )
+        if self.complex_weights:
+            self.imaginary_kernel = self.add_kernel(
+                "imaginary_kernel",
+                input_dim,
+                self.imaginary_initializer,
+                self.kernel_regularizer,
+                self.kernel_constraint,
+            )
+        self.gate = self.add_weight(
+            name="gate",
+            shape=(input_dim,),
+            initializer=self.gate_initializer,
+            regularizer=self.gate_regularizer,
+            constraint=self.gate_constraint,
+            autocast=False,
+        )
+
+    def gate_values(self):
+        """g clamped as in the forward pass, shape `(input_dim,)`."""
+        return clip_like_constraint(self.to_math(self.gate), self.gate_constraint)
+
+    def call(self, inputs):
+        imaginary = (
+            self.to_math(self.imaginary_kernel) if self.complex_weights else None
+        )
+        y = npu_product(
+            self.to_math(inputs),
+            self.gate_values(),
+            self.to_math(self.kernel),
+            imaginary,
+            self.epsilon,
+        )
+        return self.to_output(y)
+
+    def get_config(self):
+        config = {
+            **super().get_config(),
+            "epsilon": self.epsilon,
+            **serialize_parts(self, "kernel", "gate"),
+        }
+        if self.complex_weights:
+            config["imaginary_initializer"] = keras.initializers.serialize(
+                self.imaginary_initializer
+            )
+        return config
+
+
+@export
+class RealNPU(NPU):
+    """Real Neural Power Unit: the NPU without imaginary weights.
+
+        r = g ⊙ (|x| + ε) + (1 - g),   k = g ⊙ π·[x < 0]
+        y = exp(log r · Re) ⊙ cos(k · Re)
+
+    Exact for products, quotients and powers of inputs of any sign when Re is
+    integer; the sign comes from cos(π·Σ Re_i over negative inputs). Same
+    arguments, weights and defaults as `NPU` minus `imaginary_initializer`.
+
+    Args:
+        units: output size, an integer >= 1.
+        epsilon: ε > 0 added to |x|; default 1e-7.
+        kernel_initializer: for Re; default `"glorot_uniform"`.
+        kernel_regularizer: on Re; default None.
+        kernel_constraint: on Re; default None.
+        gate_initializer: for g; None for the constant ½.
+        gate_regularizer: on g; default None.
+        gate_constraint: `"clip"` (to [0, 1]), None, or any Keras constraint.
+        **kwargs: base `keras.layers.Layer` arguments.
+
+    Call arguments:
+        inputs: tensor of shape `(..., input_dim)`.
+
+    Output shape: `(..., units)`.
+
+    Example:
+
+    >>> import numpy as np, keras_nalu
+    >>> layer = keras_nalu.layers.RealNPU(1)
+    >>> layer.build((None, 2))
+    >>> _ = layer.kernel.assign([[1.0], [-1.0]])
+    >>> _ = layer.gate.assign([1.0, 1.0])
+    >>> layer(np.array([[-3.0, 4.0]], "float32")).numpy().round(3)
+    array([[-0.75]], dtype=float32)
+
+    Reference: Heim, Pevný, Šmídl, "Neural Power Units", NeurIPS 2020,
+    §3 (the RealNPU).
+    """
+
+    complex_weights = False
+
+    def __init__(
+        self,
+        units: int,
+        epsilon: float = 1e-7,
+        kernel_initializer="glorot_uniform",
+        kernel_regularizer=None,
+        kernel_constraint=None,
+        gate_initializer=None,
+        gate_regularizer=None,
+        gate_constraint="clip",
+        **kwargs,
+    ):
+        if "imaginary_initializer" in kwargs:
+            raise ValueError(
+                "RealNPU has no imaginary weights; use NPU. Received: "
+                f"imaginary_initializer={kwargs['imaginary_initializer']!r}"
+            )
+        super().__init__(
+            units,
+            epsilon=epsilon,
+            kernel_initializer=kernel_initializer,
+            kernel_regularizer=kernel_regularizer,
+            kernel_constraint=kernel_constraint,
+            gate_initializer=gate_initializer,
+            gate_regularizer=gate_regularizer,
+            gate_constraint=gate_constraint,
+            **kwargs,
+        )

@@ -1,0 +1,123 @@
+"""The gated NAU/NMU of seed 001 App. C.5: a sigmoid gate over NAU and NMU."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_nalu import regularizers
+from keras_nalu.callbacks import find_scheduled_regularizers, iter_layers
+from keras_nalu.evaluation.sparsity import effective_weights, sparsity_error
+from keras_nalu.explain import UnsupportedLayerError, explain
+from keras_nalu.layers import NAU, NMU, GatedNAUNMU
+from tests.layers.unit_contract import (
+    check_export_round_trip,
+    check_keras_round_trip,
+    check_layer_contract,
+    check_mixed_float16,
+    check_training_step,
+)
+
+
+def sigmoid(z):
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def test_layer_contract():
+    layer = check_layer_contract(
+        lambda: GatedNAUNMU(2), input_dim=3, units=2, num_weights=3, num_losses=2
+    )
+    assert isinstance(layer.nau, NAU) and isinstance(layer.nmu, NMU)
+    assert sorted(w.name for w in layer.weights) == ["gate", "kernel", "kernel"]
+    check_training_step(GatedNAUNMU(2), 3, 2, jit_compile=True)
+    check_mixed_float16(lambda: GatedNAUNMU(2), 3, 2)
+
+
+def test_sublayers_keep_their_paper_defaults():
+    layer = GatedNAUNMU(1)
+    nau_reg, nmu_reg = layer.nau.kernel_regularizer, layer.nmu.kernel_regularizer
+    assert (nau_reg.strength, nau_reg.start, nau_reg.domain) == (0.01, 5000, "signed")
+    assert (nmu_reg.strength, nmu_reg.start, nmu_reg.domain) == (
+        10.0,
+        1_000_000,
+        "unsigned",
+    )
+    none = GatedNAUNMU(1, nau_kernel_regularizer=None, nmu_kernel_regularizer=None)
+    none(np.ones((1, 2), "float32"))
+    assert none.losses == []
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_numerics_match_numpy(dtype):
+    rng = np.random.default_rng(4)
+    gate = rng.normal(size=(3, 2))
+    nau_kernel = np.array([[1.0, -0.5], [0.3, 1.0], [-1.0, 0.0]])
+    nmu_kernel = np.array([[1.0, 0.2], [1.0, 0.9], [0.0, 0.5]])
+    x = rng.uniform(-2.0, 2.0, (5, 3))
+    layer = GatedNAUNMU(2, dtype=dtype)
+    layer.build((None, 3))
+    _ = layer.gate.assign(gate)
+    _ = layer.nau.kernel.assign(nau_kernel)
+    _ = layer.nmu.kernel.assign(nmu_kernel)
+    g = sigmoid(x @ gate)
+    addition = x @ nau_kernel
+    multiplication = np.prod(x[:, :, None] * nmu_kernel + (1.0 - nmu_kernel), axis=1)
+    expected = g * addition + (1.0 - g) * multiplication
+    y = layer(x.astype(dtype))
+    assert y.dtype == dtype
+    np.testing.assert_allclose(y, expected, rtol=1e-5 if dtype == "float32" else 1e-12)
+    np.testing.assert_allclose(layer.gate_values(x.astype(dtype)), g, rtol=1e-5)
+
+
+def test_saturated_gate_selects_one_unit_exactly():
+    layer = GatedNAUNMU(1)
+    layer.build((None, 2))
+    _ = layer.nau.kernel.assign([[1.0], [1.0]])
+    _ = layer.nmu.kernel.assign([[1.0], [1.0]])
+    x = np.array([[3.0, 4.0]], "float32")
+    _ = layer.gate.assign([[50.0], [50.0]])
+    np.testing.assert_allclose(layer(x), [[7.0]])
+    _ = layer.gate.assign([[-50.0], [-50.0]])
+    np.testing.assert_allclose(layer(x), [[12.0]])
+
+
+def test_callbacks_and_sparsity_error_see_the_sublayers():
+    model = keras.Sequential([keras.Input((2,)), GatedNAUNMU(1)])
+    layer = model.layers[0]
+    found = list(iter_layers(model))
+    assert layer.nau in found and layer.nmu in found
+    schedules = find_scheduled_regularizers(model)
+    assert {r.domain for r in schedules} == {"signed", "unsigned"}
+    _ = layer.nau.kernel.assign([[1.0], [0.0]])
+    _ = layer.nmu.kernel.assign([[1.0], [0.4]])
+    _ = layer.gate.assign([[0.3], [0.3]])  # gates are not counted
+    weights = effective_weights(layer)
+    assert sorted(weights) == ["nau_kernel", "nmu_kernel"]
+    assert sparsity_error(model) == pytest.approx(0.4)
+
+
+def test_explain_rejects_it_clearly():
+    model = keras.Sequential([keras.Input((2,)), GatedNAUNMU(1)])
+    with pytest.raises(UnsupportedLayerError, match="GatedNAUNMU"):
+        explain(model)
+
+
+def test_units_is_validated():
+    with pytest.raises(ValueError, match="units=0"):
+        GatedNAUNMU(0)
+
+
+def test_keras_and_saved_model_round_trips(tmp_path):
+    model = keras.Sequential(
+        [
+            keras.Input((3,)),
+            GatedNAUNMU(
+                2,
+                nau_kernel_regularizer=regularizers.Sparsity(1.0, domain="signed"),
+                name="gated",
+            ),
+        ]
+    )
+    x = np.random.default_rng(5).uniform(1.0, 2.0, (4, 3)).astype("float32")
+    loaded = check_keras_round_trip(model, x, tmp_path)
+    assert loaded.get_layer("gated").nau.kernel_regularizer.strength == 1.0
+    check_export_round_trip(model, x, tmp_path)

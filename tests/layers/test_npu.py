@@ -1,0 +1,142 @@
+"""The Neural Power Unit and RealNPU (Heim et al. 2020)."""
+
+import itertools
+
+import keras
+import numpy as np
+import pytest
+
+from keras_nalu import constraints, regularizers
+from keras_nalu.evaluation.sparsity import effective_weights
+from keras_nalu.explain import UnsupportedLayerError, explain
+from keras_nalu.layers import NPU, RealNPU
+from tests.layers.unit_contract import (
+    check_export_round_trip,
+    check_keras_round_trip,
+    check_layer_contract,
+    check_mixed_float16,
+    check_training_step,
+)
+
+UNITS = {"NPU": NPU, "RealNPU": RealNPU}
+
+
+def numpy_npu(x, gate, real, imaginary=None, eps=1e-7):
+    r = gate * (np.abs(x) + eps) + (1.0 - gate)
+    k = gate * np.pi * (x < 0)
+    if imaginary is None:
+        imaginary = np.zeros_like(real)
+    magnitude = np.exp(np.log(r) @ real - k @ imaginary)
+    return magnitude * np.cos(k @ real + np.log(r) @ imaginary)
+
+
+@pytest.mark.parametrize("name, num_weights", [("NPU", 3), ("RealNPU", 2)])
+def test_layer_contract(name, num_weights):
+    cls = UNITS[name]
+    layer = check_layer_contract(
+        lambda: cls(2), input_dim=3, units=2, num_weights=num_weights, num_losses=0
+    )
+    assert tuple(layer.gate.shape) == (3,)  # one relevance gate per input
+    check_training_step(cls(2), 3, 2, jit_compile=True)
+    check_mixed_float16(lambda: cls(2), 3, 2)
+    with_l1 = cls(2, kernel_regularizer=regularizers.L1(0.1))
+    with_l1(np.ones((1, 3), "float32"))
+    assert len(with_l1.losses) == num_weights - 1  # Re (and Im)
+
+
+def test_paper_initialization():
+    layer = NPU(4)
+    layer.build((None, 6))
+    np.testing.assert_array_equal(layer.imaginary_kernel.numpy(), 0.0)
+    np.testing.assert_array_equal(layer.gate.numpy(), 0.5)
+    limit = np.sqrt(6.0 / (6 + 4))  # Glorot-uniform on Re
+    assert np.abs(layer.kernel.numpy()).max() <= limit
+    assert isinstance(layer.gate_constraint, constraints.Clip)
+    assert "imaginary_initializer" not in RealNPU(1).get_config()
+
+
+@pytest.mark.parametrize("name", list(UNITS))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_numerics_match_numpy(name, dtype):
+    rng = np.random.default_rng(8)
+    real = rng.normal(size=(3, 2))
+    imaginary = rng.normal(0.0, 0.3, (3, 2)) if name == "NPU" else None
+    gate = np.array([0.9, 0.2, 1.4])  # 1.4 is clipped to 1 in the forward pass
+    x = rng.uniform(-3.0, 3.0, (5, 3))
+    layer = UNITS[name](2, dtype=dtype)
+    layer.build((None, 3))
+    _ = layer.kernel.assign(real)
+    if imaginary is not None:
+        _ = layer.imaginary_kernel.assign(imaginary)
+    _ = layer.gate.assign(gate)
+    y = layer(x.astype(dtype))
+    assert y.dtype == dtype
+    expected = numpy_npu(x, np.clip(gate, 0.0, 1.0), real, imaginary)
+    np.testing.assert_allclose(y, expected, rtol=1e-5 if dtype == "float32" else 1e-12)
+
+
+@pytest.mark.parametrize("name", list(UNITS))
+def test_exact_products_and_quotients_of_any_sign(name):
+    signs = np.array(list(itertools.product([-1.0, 1.0], repeat=3)))
+    x = (signs * [2.0, 3.0, 5.0]).astype("float32")
+    x = np.concatenate([x, np.zeros((len(x), 1), "float32")], axis=1)  # ignored 0
+    layer = UNITS[name](2)
+    layer.build((None, 4))
+    _ = layer.kernel.assign([[1.0, 1.0], [1.0, -1.0], [1.0, 0.0], [0.0, 0.0]])
+    _ = layer.gate.assign([1.0, 1.0, 1.0, 0.0])
+    y = layer(x).numpy()
+    np.testing.assert_allclose(y[:, 0], x[:, 0] * x[:, 1] * x[:, 2], rtol=1e-5)
+    np.testing.assert_allclose(y[:, 1], x[:, 0] / x[:, 1], rtol=1e-5)
+
+
+def test_l1_regularizer_follows_its_schedule():
+    reg = regularizers.L1(0.5, start=0, end=10)
+    w = np.array([[1.0], [-3.0]], "float32")
+    assert float(reg.penalty(w)) == pytest.approx(2.0)
+    assert float(reg(w)) == 0.0
+    assert reg.strength_at(5) == pytest.approx(0.25)
+    reg.assign_strength(reg.strength_at(10))
+    assert float(reg(w)) == pytest.approx(1.0)
+    assert (
+        regularizers.L1.from_config(reg.get_config()).get_config() == reg.get_config()
+    )
+
+
+def test_effective_weights_leave_out_the_gate_and_explain_rejects_it():
+    model = keras.Sequential([keras.Input((2,)), NPU(1)])
+    assert sorted(effective_weights(model.layers[0])) == ["imaginary_kernel", "kernel"]
+    real = keras.Sequential([keras.Input((2,)), RealNPU(1)])
+    assert sorted(effective_weights(real.layers[0])) == ["kernel"]
+    with pytest.raises(UnsupportedLayerError, match="NPU"):
+        explain(model)
+
+
+@pytest.mark.parametrize("name", list(UNITS))
+@pytest.mark.parametrize(
+    "kwargs, argument",
+    [({"units": 0}, "units"), ({"epsilon": 0.0}, "epsilon")],
+)
+def test_constructor_validation_names_the_argument(name, kwargs, argument):
+    with pytest.raises(ValueError, match=f"{argument}="):
+        UNITS[name](**{"units": 1, **kwargs})
+
+
+def test_real_npu_takes_no_imaginary_weights():
+    with pytest.raises(ValueError, match="imaginary_initializer="):
+        RealNPU(1, imaginary_initializer="zeros")
+
+
+def test_keras_and_saved_model_round_trips(tmp_path):
+    inputs = keras.Input((3,))
+    outputs = keras.layers.Concatenate()(
+        [
+            NPU(2, kernel_regularizer=regularizers.L1(0.1), name="npu")(inputs),
+            RealNPU(2, name="real_npu")(inputs),
+        ]
+    )
+    model = keras.Model(inputs, outputs)
+    x = np.random.default_rng(9).uniform(-2.0, 2.0, (4, 3)).astype("float32")
+    loaded = check_keras_round_trip(model, x, tmp_path)
+    assert isinstance(loaded.get_layer("npu").kernel_regularizer, regularizers.L1)
+    assert type(loaded.get_layer("real_npu")) is RealNPU
+    check_export_round_trip(model, x, tmp_path)
