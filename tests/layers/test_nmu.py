@@ -1,0 +1,219 @@
+"""NMU: y_o = ∏_i (W_io·x_i + 1 - W_io), W in [0, 1] (seed 001 §2.5, App. A.3)."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_nalu import constraints, initializers, regularizers
+from keras_nalu.layers import NMU
+
+VARIANTS = {
+    # kwargs, trainable weights, losses once built
+    "default": ({}, 1, 1),
+    "unclamped_unregularized": (
+        {"kernel_regularizer": None, "kernel_constraint": None},
+        1,
+        0,
+    ),
+}
+
+
+@pytest.fixture(params=list(VARIANTS.values()), ids=list(VARIANTS))
+def unit(request, layer_contract, numpy_units):
+    kwargs, num_weights, num_losses = request.param
+    return layer_contract(
+        NMU, kwargs, numpy_units.nmu, num_weights, num_losses, low=-2.0, high=2.0
+    )
+
+
+def test_output_shapes(unit):
+    unit.check_output_shapes()
+
+
+def test_weights_and_losses(unit):
+    unit.check_weights_and_losses()
+
+
+def test_training_step(unit):
+    unit.check_training_step()
+
+
+def test_config_round_trip(unit):
+    unit.check_config_round_trip()
+
+
+@pytest.mark.parametrize("style", ["sequential", "functional", "subclassed"])
+def test_in_model(unit, style):
+    unit.check_in_model(style)
+
+
+def test_jit_compile(unit):
+    unit.check_jit_compile()
+
+
+def test_float64(unit):
+    unit.check_float64()
+
+
+def test_mixed_float16(unit, mixed_float16):
+    unit.check_mixed_float16()
+
+
+def test_defaults_are_the_papers():
+    layer = NMU(3)
+    assert isinstance(layer.kernel_initializer, initializers.NMUUniform)
+    assert isinstance(layer.kernel_constraint, constraints.Clip)
+    box = (layer.kernel_constraint.min_value, layer.kernel_constraint.max_value)
+    assert box == (0.0, 1.0)
+    reg = layer.kernel_regularizer
+    assert isinstance(reg, regularizers.Sparsity)
+    # Table 4 of seed 001: λ = 10 ramped over steps 10⁶ → 2·10⁶.
+    assert (reg.strength, reg.start, reg.end) == (10.0, 1_000_000, 2_000_000)
+    assert (reg.shape, reg.domain, reg.mode) == ("linear", "unsigned", "linear")
+
+
+def hand_set(kernel, **kwargs):
+    kernel = np.asarray(kernel, kwargs.get("dtype", "float32"))
+    layer = NMU(kernel.shape[1], **kwargs)
+    layer.build((None, kernel.shape[0]))
+    layer.kernel.assign(kernel)
+    return layer
+
+
+@pytest.mark.parametrize("low, high", [(1.0, 2.0), (-6.0, 6.0), (-1e3, 1e3)])
+def test_hand_set_weights_multiply_and_select_exactly(low, high):
+    x = np.random.default_rng(0).uniform(low, high, (256, 2)).astype("float32")
+    a, b = x[:, 0], x[:, 1]
+    assert (a < 0).any() or low > 0
+    y = hand_set([[1.0, 1.0, 0.0, 0.0], [1.0, 0.0, 1.0, 0.0]])(x).numpy()
+    np.testing.assert_array_equal(y[:, 0], a * b)  # one float32 rounding
+    np.testing.assert_array_equal(y[:, 1], a)  # W = 0 is the identity factor
+    np.testing.assert_array_equal(y[:, 2], b)
+    np.testing.assert_array_equal(y[:, 3], np.ones_like(a))
+
+
+def test_hand_set_weights_square_and_cube():
+    x = np.random.default_rng(1).uniform(-3.0, 3.0, (64, 3)).astype("float64")
+    y = hand_set([[1.0], [1.0], [1.0]], dtype="float64")(x).numpy()
+    np.testing.assert_allclose(y[:, 0], x[:, 0] * x[:, 1] * x[:, 2], rtol=1e-14)
+
+
+def test_forward_pass_clips_the_kernel():
+    x = np.random.default_rng(2).uniform(-3.0, 3.0, (32, 3)).astype("float32")
+    outside = hand_set([[2.0], [-0.5], [1.0]])
+    inside = hand_set([[1.0], [0.0], [1.0]])
+    np.testing.assert_array_equal(outside(x), inside(x))
+    np.testing.assert_array_equal(outside(x)[:, 0], x[:, 0] * x[:, 2])
+    # Without the clamp (the ablation) the raw kernel is used.
+    raw = hand_set([[2.0], [-0.5], [1.0]], kernel_constraint=None)
+    expected = (2.0 * x[:, 0] - 1.0) * (-0.5 * x[:, 1] + 1.5) * x[:, 2]
+    np.testing.assert_allclose(raw(x)[:, 0], expected, rtol=1e-5)
+
+
+def kernel_after_a_large_step(target, **kwargs):
+    """One SGD step (learning rate 100) towards a far-away target."""
+    keras.utils.set_random_seed(0)
+    layer = NMU(3, kernel_regularizer=None, **kwargs)
+    model = keras.Sequential([keras.Input((4,)), layer])
+    model.compile(keras.optimizers.SGD(learning_rate=100.0), "mse")
+    x = np.random.default_rng(0).uniform(2.0, 3.0, (16, 4)).astype("float32")
+    y = np.full((16, 3), target, "float32")
+    model.fit(x, y, batch_size=16, epochs=1, verbose=0)
+    return layer.kernel.numpy()
+
+
+@pytest.mark.parametrize("target", [1e3, -1e3])
+def test_weights_stay_in_box_after_a_step_that_leaves_it(target):
+    # All inputs > 1: a large target raises every weight, a negative one
+    # lowers it; unclamped, the step lands far outside [0, 1] ...
+    unclamped = kernel_after_a_large_step(target, kernel_constraint=None)
+    assert np.all(unclamped > 10.0) if target > 0 else np.all(unclamped < -10.0)
+    # ... the constraint puts each weight back on the nearest bound.
+    kernel = kernel_after_a_large_step(target)
+    np.testing.assert_array_equal(kernel, np.full_like(kernel, target > 0))
+
+
+def nmu_gradients_eq_26_27(x, kernel, upstream):
+    """dL/dW and dL/dx of L = Σ upstream·z by seed 001 eq. 26 and 27."""
+    factors = kernel[None] * x[:, :, None] + 1.0 - kernel[None]  # (B, I, O)
+    z = np.prod(factors, axis=1)  # (B, O)
+    shared = upstream[:, None, :] * z[:, None, :] / factors  # ∂L/∂z · z / factor
+    grad_w = np.sum(shared * (x[:, :, None] - 1.0), axis=0)  # eq. 26
+    grad_x = np.sum(shared * kernel[None], axis=2)  # eq. 27
+    return grad_w, grad_x
+
+
+def gradients(layer, x, upstream):
+    x = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        loss = tf.reduce_sum(layer(x) * upstream)
+    grad_w, grad_x = tape.gradient(loss, [layer.kernel, x])
+    return grad_w.numpy(), grad_x.numpy()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_gradients_match_seed_001_eq_26_27(seed):
+    rng = np.random.default_rng(seed)
+    kernel = rng.uniform(0.05, 0.95, (5, 3))
+    x = rng.uniform(-3.0, 3.0, (64, 5))
+    # Eq. 26-27 divide by each factor; keep the rows where none is near 0.
+    factors = kernel[None] * x[:, :, None] + 1.0 - kernel[None]
+    x = x[np.all(np.abs(factors) > 0.05, axis=(1, 2))][:16]
+    assert len(x) == 16
+    upstream = rng.normal(size=(16, 3))
+    layer = hand_set(kernel, dtype="float64")
+    grad_w, grad_x = gradients(layer, x, upstream)
+    expected_w, expected_x = nmu_gradients_eq_26_27(x, kernel, upstream)
+    np.testing.assert_allclose(grad_w, expected_w, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(grad_x, expected_x, rtol=1e-9, atol=1e-12)
+
+
+def test_gradients_are_exact_when_a_factor_is_zero():
+    # W = 0.5, x = -1 makes the factor W·x + 1 - W zero: eq. 26-27 would divide
+    # by it; the true gradient is the product of the other factors.
+    kernel = np.array([[0.5], [0.8], [0.3]])
+    x = np.array([[-1.0, 2.0, 3.0]])
+    layer = hand_set(kernel, dtype="float64")
+    grad_w, grad_x = gradients(layer, x, np.ones((1, 1)))
+    others = np.array([0.8 * 2.0 + 0.2, 0.3 * 3.0 + 0.7])
+    assert np.all(np.isfinite(grad_w)) and np.all(np.isfinite(grad_x))
+    np.testing.assert_allclose(grad_w[0, 0], (x[0, 0] - 1.0) * others.prod())
+    np.testing.assert_allclose(grad_x[0, 0], 0.5 * others.prod())
+    np.testing.assert_allclose(grad_w[1:, 0], 0.0, atol=1e-15)
+    np.testing.assert_allclose(grad_x[0, 1:], 0.0, atol=1e-15)
+
+
+def test_mixed_float16_multiplies_in_float32(mixed_float16):
+    # 300 · 300 overflows float16 (max 65504) before the last factor brings the
+    # product back to 90: only a float32 product gets it right.
+    with np.errstate(over="ignore"):
+        assert np.isinf(np.float16(300.0) * np.float16(300.0))
+    layer = hand_set([[1.0], [1.0], [1.0]])
+    x = np.array([[300.0, 300.0, 0.001]], "float32")
+    y = layer(x)
+    assert keras.backend.standardize_dtype(y.dtype) == "float16"
+    expected = 300.0 * 300.0 * float(np.float16(0.001))
+    np.testing.assert_allclose(np.float64(y[0, 0]), expected, rtol=1e-3)
+
+
+@pytest.mark.parametrize("value", [0.0, 1e3, -1e3, 1e-30])
+def test_outputs_are_finite_for_finite_inputs(value):
+    x = np.full((2, 4), value, "float32")
+    x[1, ::2] = -value
+    y = NMU(3)(x)  # at most 1e3⁴: in float32 range
+    assert np.all(np.isfinite(y))
+
+
+@pytest.mark.parametrize("units", [0, -1, 2.5, "3", True, None])
+def test_invalid_units_raise(units):
+    with pytest.raises(ValueError, match=rf"units.*Received: units={units!r}"):
+        NMU(units)
+
+
+def test_rank_1_input_raises():
+    with pytest.raises(ValueError, match="min_ndim=2, found ndim=1"):
+        NMU(2)(np.ones(3, "float32"))
+    with pytest.raises(ValueError, match=r"NMU expects inputs of rank >= 2"):
+        NMU(2).build((3,))

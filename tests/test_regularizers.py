@@ -1,0 +1,204 @@
+"""Sparsity and out-of-bounds penalties and their schedule (seed 001 §2.7)."""
+
+import math
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_nalu import regularizers
+from keras_nalu.regularizers import OutOfBounds, Sparsity, schedule_factor
+
+
+def value(regularizer, weights):
+    return float(regularizer(np.asarray(weights, "float32")))
+
+
+@pytest.mark.parametrize("strength", [1.0, 0.01, 10.0])
+def test_unsigned_sparsity_is_half_strength_at_one_half(strength):
+    reg = Sparsity(strength, domain="unsigned")
+    assert value(reg, np.full((4, 3), 0.5)) == pytest.approx(0.5 * strength)
+
+
+@pytest.mark.parametrize("shape", ["linear", "squared"])
+def test_sparsity_is_zero_at_discrete_weights(shape):
+    unsigned = Sparsity(3.0, shape=shape, domain="unsigned")
+    assert value(unsigned, [[0.0, 1.0], [1.0, 0.0], [1.0, 1.0]]) == 0.0
+    signed = Sparsity(3.0, shape=shape, domain="signed")
+    assert value(signed, [[-1.0, 0.0], [1.0, -1.0], [0.0, 1.0]]) == 0.0
+
+
+def test_linear_sparsity_values():
+    w = np.random.default_rng(0).uniform(-1.0, 1.0, (6, 5))
+    signed = np.mean(np.minimum(np.abs(w), 1.0 - np.abs(w)))  # seed 001 eq. 6
+    assert value(Sparsity(2.0), w) == pytest.approx(2.0 * signed, rel=1e-6)
+    u = np.abs(w)
+    unsigned = np.mean(np.minimum(u, 1.0 - u))  # eq. 11
+    assert value(Sparsity(2.0, domain="unsigned"), u) == pytest.approx(
+        2.0 * unsigned, rel=1e-6
+    )
+    # Hand-computed: |W| = 0.25 and 0.9 are 0.25 and 0.1 from {-1, 0, 1}.
+    assert value(Sparsity(1.0), [[0.25, -0.9]]) == pytest.approx(0.175)
+    assert value(Sparsity(1.0, domain="unsigned"), [[0.25, 0.9]]) == pytest.approx(
+        0.175
+    )
+
+
+def test_squared_sparsity_values():
+    w = np.random.default_rng(1).uniform(-1.0, 1.0, (6, 5))
+    signed = np.mean(w**2 * (1.0 - np.abs(w)) ** 2)
+    reg = Sparsity(0.5, shape="squared")
+    assert value(reg, w) == pytest.approx(0.5 * signed, rel=1e-5)
+    u = np.abs(w)
+    unsigned = np.mean(u**2 * (1.0 - u) ** 2)
+    reg = Sparsity(0.5, shape="squared", domain="unsigned")
+    assert value(reg, u) == pytest.approx(0.5 * unsigned, rel=1e-5)
+    # W = ½: ¼·¼ = 1/16.
+    assert value(Sparsity(1.0, shape="squared"), [[0.5, -0.5]]) == pytest.approx(1 / 16)
+
+
+def test_sparsity_stays_non_negative_outside_the_box():
+    # The "no clamp" ablation: weights can leave [-1, 1] / [0, 1].
+    w = [[1.5, -2.0], [-0.3, 3.0]]
+    assert value(Sparsity(1.0), w) == pytest.approx((0.5 + 1.0 + 0.3 + 2.0) / 4)
+    assert value(Sparsity(1.0, domain="unsigned"), w) >= 0.0
+    assert value(Sparsity(1.0, shape="squared", domain="unsigned"), w) >= 0.0
+
+
+def test_out_of_bounds_values():
+    assert value(OutOfBounds(), [[1.5], [-0.5]]) == pytest.approx(0.25)
+    assert value(OutOfBounds(), [[1.0, -1.0], [0.3, 0.0]]) == 0.0
+    assert value(OutOfBounds(2.0), [[-3.0, 1.5]]) == pytest.approx(2.0 * 2.5 / 2)
+    box = OutOfBounds(1.0, min_value=0.0, max_value=1.0)
+    assert value(box, [[-0.5, 1.25, 0.5, 1.0]]) == pytest.approx(0.75 / 4)
+    # The reference code's R_oob = mean(relu(|W| - 1)) for the default box.
+    w = np.random.default_rng(2).uniform(-3.0, 3.0, (7, 4))
+    expected = np.mean(np.maximum(np.abs(w) - 1.0, 0.0))
+    assert value(OutOfBounds(), w) == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float16"])
+def test_penalty_has_the_weights_dtype(dtype):
+    penalty = Sparsity(1.0)(np.full((2, 2), 0.5, dtype))
+    assert keras.backend.standardize_dtype(penalty.dtype) == dtype
+
+
+def test_schedule_factor_linear():
+    # Seed 001 eq. 14: 0 before start, linear in between, 1 after end.
+    for step in (0, 50, 99, 100):
+        assert schedule_factor(step, 100, 300) == 0.0
+    assert schedule_factor(150, 100, 300) == pytest.approx(0.25)
+    assert schedule_factor(200, 100, 300) == pytest.approx(0.5)
+    for step in (300, 301, 10**9):
+        assert schedule_factor(step, 100, 300) == 1.0
+
+
+def test_schedule_factor_exp():
+    assert schedule_factor(100, 100, 300, mode="exp") == 0.0
+    assert schedule_factor(50, 100, 300, mode="exp") == 0.0
+    for step in (150, 300, 700):
+        expected = 1.0 - math.exp(-(step - 100) / 200)
+        assert schedule_factor(step, 100, 300, mode="exp") == pytest.approx(expected)
+    # start = 0, end = 10⁵: the reference code's 1 - exp(-10⁻⁵·t).
+    assert schedule_factor(25_000, 0, 100_000, "exp") == pytest.approx(
+        1.0 - math.exp(-0.25)
+    )
+
+
+def test_strength_at_follows_the_schedule():
+    reg = Sparsity(10.0, start=1_000, end=2_000)
+    assert [reg.strength_at(t) for t in (0, 1_000, 1_250, 2_000, 5_000)] == [
+        0.0,
+        0.0,
+        pytest.approx(2.5),
+        10.0,
+        10.0,
+    ]
+    assert reg.strength_at(1_500) == pytest.approx(5.0)
+    exp = Sparsity(10.0, start=1_000, end=2_000, mode="exp")
+    assert exp.strength_at(3_000) == pytest.approx(10.0 * (1.0 - math.exp(-2.0)))
+    # Unscheduled: the constant strength from the start.
+    assert Sparsity(3.0).strength_at(0) == 3.0
+
+
+def test_scheduled_strength_starts_at_its_step_0_value():
+    assert float(Sparsity(10.0, start=5, end=10).current_strength.numpy()) == 0.0
+    assert float(Sparsity(10.0).current_strength.numpy()) == 10.0
+    assert value(Sparsity(10.0, start=5, end=10), np.full((2, 2), 0.5)) == 0.0
+
+
+def test_strength_is_a_variable_a_traced_function_reads():
+    # A float would be baked into the graph; the variable is read at each call.
+    reg = Sparsity(1.0, domain="unsigned")
+    w = tf.constant(np.full((3, 3), 0.5, "float32"))
+    for jit_compile in (False, True):
+        penalty = tf.function(reg, jit_compile=jit_compile)
+        reg.assign_strength(1.0)
+        assert float(penalty(w)) == pytest.approx(0.5)
+        reg.assign_strength(4.0)
+        assert float(penalty(w)) == pytest.approx(2.0)
+    assert not reg.current_strength.trainable
+
+
+@pytest.mark.parametrize(
+    "regularizer",
+    [
+        Sparsity(0.01, start=5_000, end=50_000),
+        Sparsity(10.0, shape="squared", domain="unsigned", mode="exp", start=0, end=9),
+        OutOfBounds(2.0, min_value=0.0, max_value=1.0),
+        OutOfBounds(start=3, end=4),
+    ],
+)
+def test_config_round_trip(regularizer):
+    config = regularizer.get_config()
+    clone = type(regularizer).from_config(config)
+    assert clone.get_config() == config
+    revived = keras.regularizers.deserialize(keras.regularizers.serialize(regularizer))
+    assert type(revived) is type(regularizer)
+    assert revived.get_config() == config
+    w = np.random.default_rng(3).uniform(-2.0, 2.0, (4, 4))
+    assert value(revived, w) == value(regularizer, w)
+
+
+def test_paper_defaults():
+    nau, nmu = regularizers.nau_sparsity(), regularizers.nmu_sparsity()
+    assert (nau.strength, nau.start, nau.end, nau.domain) == (0.01, 5e3, 5e4, "signed")
+    assert (nmu.strength, nmu.start, nmu.end, nmu.domain) == (10, 1e6, 2e6, "unsigned")
+    assert regularizers.get("sparsity", regularizers.nmu_sparsity).domain == "unsigned"
+    assert isinstance(regularizers.get("l2"), keras.regularizers.L2)
+    assert regularizers.get(None) is None
+    with pytest.raises(ValueError, match="'sparsity' names a unit's default"):
+        regularizers.get("sparsity")
+
+
+@pytest.mark.parametrize("cls", [Sparsity, OutOfBounds])
+@pytest.mark.parametrize("strength", [-1.0, -1e-9, float("nan"), float("inf"), "1"])
+def test_invalid_strength_raises(cls, strength):
+    with pytest.raises(ValueError, match=rf"strength.*Received: strength={strength!r}"):
+        cls(strength)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"shape": "cubic"}, "shape.*Received: shape='cubic'"),
+        ({"domain": "positive"}, "domain.*Received: domain='positive'"),
+        ({"mode": "cosine", "start": 0, "end": 1}, "mode.*Received: mode='cosine'"),
+        ({"start": 10, "end": 10}, "start < end. Received: start=10, end=10"),
+        ({"start": 20, "end": 10}, "start < end. Received: start=20, end=10"),
+        ({"start": 10}, "both start and end.*start=10, end=None"),
+        ({"end": 10}, "both start and end.*start=None, end=10"),
+        ({"start": -5, "end": 10}, "start.*Received: start=-5"),
+    ],
+)
+def test_invalid_sparsity_arguments_raise(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        Sparsity(1.0, **kwargs)
+
+
+def test_out_of_bounds_min_above_max_raises():
+    with pytest.raises(
+        ValueError, match=r"min_value <= max_value.*min_value=2.0, max_value=1.0"
+    ):
+        OutOfBounds(min_value=2.0, max_value=1.0)
