@@ -118,3 +118,19 @@ def test_bad_flags_exit_nonzero_with_one_line(flags, needle):
     assert len(lines) == 1, completed.stderr
     assert "Traceback" not in completed.stderr
     assert needle in lines[0]
+
+
+def test_explain_command_prints_the_formula(trained):
+    root, completed = trained
+    record = json.loads(completed.stdout)
+    explained = run_cli("explain", record["keras_model"], timeout=300)
+    assert explained.returncode == 0, explained.stderr[-2000:]
+    assert explained.stdout.startswith("y = ")
+    assert explained.stdout.strip() == record["formula"]
+
+
+def test_explain_command_on_a_missing_file_is_one_line(tmp_path):
+    completed = run_cli("explain", str(tmp_path / "nope.keras"), timeout=120)
+    assert completed.returncode == 2
+    lines = [line for line in completed.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "no such model file" in lines[0]
