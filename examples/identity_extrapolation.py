@@ -82,8 +82,9 @@ NONLINEARITIES = (
     Nonlinearity(
         "PReLU",
         14.66,
+        # Inputs are (batch, copies, units): one slope per copy and layer.
         lambda: keras.layers.PReLU(
-            alpha_initializer=keras.initializers.Constant(0.25), shared_axes=[1]
+            alpha_initializer=keras.initializers.Constant(0.25), shared_axes=[2]
         ),
     ),
     Nonlinearity("None (linear)", 0.0001, _activation("linear")),
@@ -203,12 +204,11 @@ def train(copies: int, nau_copies: int, steps: int, seed: int) -> keras.Model:
     """Trains all autoencoders for `steps` steps on fresh U[-5, 5] batches."""
     _common.set_seed(seed)
     model = build_copies(copies, nau_copies, steps)
-    outputs = model.output.shape[-1]
     rng = np.random.default_rng(seed)
     x = rng.uniform(*TRAIN_RANGE, size=(steps * BATCH_SIZE, 1)).astype("float32")
     model.fit(
         x,
-        np.repeat(x, outputs, axis=1),
+        x,  # (B, 1): the loss broadcasts it against every copy's output
         batch_size=BATCH_SIZE,
         epochs=1,
         shuffle=False,

@@ -150,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     # repeats the training set `repeats` times, one batch per repeat.
     epochs = min(max(args.steps // 100, 1), 50)
     repeats = max(args.steps // epochs, 1)
-    history = model.fit(
+    model.fit(
         np.tile(ids, (repeats, 1)),
         np.tile(targets, (repeats, columns)),
         batch_size=len(ids),
@@ -219,23 +219,37 @@ def main(argv: Sequence[str] | None = None) -> dict:
         intermediate,
         list(intermediate[0]),
     )
-    figure = plot(
-        history.history["loss"], epochs * repeats, data["test"], model, chosen, parts
-    )
+    figure = plot(rows, data["test"], model, chosen, parts)
     path = _common.save_figure(figure, out, "number_words.png")
     print(f"took {clock.seconds:.0f} s")
     return {"rows": rows, "intermediate": intermediate, "figure": path}
 
 
-def plot(loss, steps, test, model, chosen, parts):
-    """Left: training loss; right: the chosen models' test predictions."""
+def plot(rows: list[dict], test, model, chosen, parts):
+    """Left: MAE per head beside the paper's; right: test predictions."""
     from matplotlib import pyplot as plt
 
     figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
-    left.plot(np.linspace(0, steps, len(loss) + 1)[1:], loss)
+    positions = np.arange(len(rows))
+    for i, part in enumerate(("train", "validation", "test")):
+        left.bar(
+            positions + (i - 1) * 0.27,
+            [row[f"{part} MAE"] for row in rows],
+            0.27,
+            label=f"{part} (ours)",
+        )
+    paper = [row["paper test"] for row in rows]
+    left.plot(
+        [p + 0.27 for p, v in zip(positions, paper) if v is not None],
+        [v for v in paper if v is not None],
+        "k_",
+        markersize=16,
+        label="paper test",
+    )
+    left.set_xticks(positions, [row["model"] for row in rows], fontsize=8)
     left.set_yscale("log")
-    left.set_xlabel("step")
-    left.set_ylabel("summed training MSE (all models)")
+    left.set_ylabel("mean absolute error")
+    left.legend(fontsize=8, loc="lower left")
     ids, targets = test
     predictions = ops.convert_to_numpy(model(ids))
     for kind, column in chosen.items():

@@ -16,7 +16,8 @@ the learning rate decaying from 0.05 to 0 on a cosine schedule. We train
 `--seeds` copies (default 5) of each. Each copy is an independent output
 column of one layer, initialized as its own n → 1 unit; all (operation, n,
 unit) layers train together on the summed squared error, so each copy gets
-its own gradient.
+its own gradient. (The NAU's sparsity penalty is a mean over the layer's
+weights, so each copy feels 1/`--seeds` of the strength it would alone.)
 
 Run: `python examples/operand_count.py [--tiny] [--out DIR]`.
 """
@@ -28,6 +29,7 @@ from collections.abc import Sequence
 import _common
 import keras
 import numpy as np
+import tensorflow as tf
 from keras import ops
 
 import keras_nalu
@@ -86,16 +88,19 @@ def configurations() -> list[tuple[str, int, str]]:
     ]
 
 
-def targets(x: np.ndarray, copies: int) -> np.ndarray:
-    """Every configuration's target, repeated per copy: (B, blocks·copies)."""
+def targets(x, copies: int):
+    """Every configuration's target, repeated per copy: (B, blocks·copies).
+
+    Works on NumPy arrays and tensors alike (returns a tensor), so the
+    training pipeline computes targets per batch instead of storing them.
+    """
     columns = []
     for operation, n, _ in configurations():
-        if operation == "add":
-            t = x[:, :n].sum(axis=1)
-        else:
-            t = x[:, 0] - x[:, 1:n].sum(axis=1)
-        columns.append(np.repeat(t[:, None], copies, axis=1))
-    return np.concatenate(columns, axis=1)
+        total = ops.sum(x[:, :n], axis=1, keepdims=True)
+        # x₁ − (x₂ + … + xₙ) = 2·x₁ − (x₁ + … + xₙ).
+        target = total if operation == "add" else 2.0 * x[:, :1] - total
+        columns.append(ops.repeat(target, copies, axis=1))
+    return ops.concatenate(columns, axis=1)
 
 
 def summed_squared_error(y_true, y_pred):
@@ -147,10 +152,13 @@ def main(argv: Sequence[str] | None = None) -> dict:
     rng = np.random.default_rng(args.seed)
     model = build_model(args.seeds, args.steps, args.learning_rate)
     x_train = integers(rng, TRAIN_RANGE, args.steps * BATCH_SIZE)
+    batches = (
+        tf.data.Dataset.from_tensor_slices(x_train)
+        .batch(BATCH_SIZE)
+        .map(lambda x: (x, targets(x, args.seeds)))
+    )
     model.fit(
-        x_train,
-        targets(x_train, args.seeds),
-        batch_size=BATCH_SIZE,
+        batches,
         epochs=1,
         shuffle=False,
         callbacks=[keras_nalu.callbacks.RegularizationSchedule()],
@@ -159,7 +167,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     print(f"trained {model.output.shape[-1]} units in {clock.seconds:.0f} s")
 
     x_test = integers(np.random.default_rng(10_000 + args.seed), TEST_RANGE, TEST_SIZE)
-    t_test = targets(x_test, args.seeds).astype("float64")
+    t_test = ops.convert_to_numpy(targets(x_test, args.seeds)).astype("float64")
     y_test = ops.convert_to_numpy(model(x_test)).astype("float64")
     squared = np.square(y_test - t_test)
     mse = squared.mean(axis=0)

@@ -294,27 +294,37 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
 
 def plot(rows: list[dict]):
-    """Extrapolation scores per model and operation (log scale), paper beside."""
+    """Extrapolation scores per model and operation (log scale), paper beside.
+
+    Scores are drawn between 1e-3 and 1e6; larger, infinite or NaN scores
+    (a state that blew up over 1000 steps) are drawn at 1e6 and labelled.
+    """
     from matplotlib import pyplot as plt
 
+    low, high = 1e-3, 1e6
     extrapolation = [row for row in rows if row["test"] == "extrapolation"]
     figure, axis = plt.subplots(figsize=(9, 4.5))
     width = 0.8 / len(OPERATIONS)
     positions = np.arange(len(extrapolation))
     for i, label in enumerate(OPERATIONS.values()):
-        ours = [max(row[label], 1e-6) for row in extrapolation]
-        axis.bar(positions + i * width, ours, width, label=f"{label} (ours)")
-        paper = [row[f"paper {label}"] for row in extrapolation]
-        for x, value in zip(positions + i * width, paper):
-            if value is not None:
-                axis.plot(x, max(value, 1e-6), "_", markersize=14, color="black")
+        scores = np.array([row[label] for row in extrapolation], dtype="float64")
+        shown = np.clip(np.nan_to_num(scores, nan=high, posinf=high), low, high)
+        axis.bar(positions + i * width, shown, width, label=f"{label} (ours)")
+        for x, score in zip(positions + i * width, scores):
+            if not score <= high:
+                text = "nan" if np.isnan(score) else f"{score:.0e}"
+                axis.text(x, high, text, ha="center", va="bottom", fontsize=6)
+            paper = extrapolation[int(round(x - i * width))][f"paper {label}"]
+            if paper is not None:
+                axis.plot(x, max(paper, low), "_", markersize=14, color="black")
     axis.plot([], [], "_", markersize=14, color="black", label="paper (Table 9)")
     axis.set_xticks(positions + width, [row["model"] for row in extrapolation])
     axis.set_yscale("log")
+    axis.set_ylim(low / 2, high * 20)
     axis.axhline(100, color="0.5", linestyle=":", label="random = 100")
     axis.set_ylabel("extrapolation score (100 × MSE / random LSTM)")
     axis.set_title("Recurrent arithmetic, trained on length 10, tested on 1000")
-    axis.legend(fontsize=8)
+    axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return figure
 
 
