@@ -163,6 +163,33 @@ def _plot(args) -> int:
     return 0
 
 
+def _sweep(args) -> int:
+    from keras_nalu.sweeps.runner import (
+        load_grid_file,
+        parse_grid,
+        run_sweep,
+        summary_markdown,
+    )
+
+    grid = load_grid_file(args.grid_file) if args.grid_file else {}
+    grid.update(parse_grid(args.grid or []))
+    outcome = run_sweep(
+        grid,
+        args.seeds,
+        args.results,
+        chunk_size=args.chunk_size,
+        ray_address=args.ray_address,
+        progress=not args.quiet,
+    )
+    print(summary_markdown(outcome))
+    print(
+        f"results: {outcome.path} ({len(outcome.results)} rows of this sweep: "
+        f"{outcome.new_rows} new, {outcome.skipped} already there)",
+        file=sys.stderr,
+    )
+    return 0
+
+
 def _seed_list(text: str) -> list[int]:
     seeds: list[int] = []
     try:
@@ -306,6 +333,27 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("--operation", default=None)
     plot.add_argument("--out", default=None, help="PNG path")
     plot.set_defaults(handler=_plot)
+
+    sweep = commands.add_parser(
+        "sweep",
+        help="train a grid of configs × seeds into a resumable results CSV",
+        description="Train every (config, seed) of a grid as vectorized "
+        "replicas, chunk by chunk, appending to a results CSV that a rerun "
+        "resumes; print the paper-style summary. Grid: --grid KEY=V1,V2 per "
+        "ExperimentConfig field (a single value fixes it), --grid "
+        "K1:K2=A1:B1,A2:B2 for fields that change together, or --grid-file "
+        "with the same as JSON.",
+    )
+    sweep.add_argument("--grid", action="append", metavar="KEY=V1,V2")
+    sweep.add_argument("--grid-file", default=None, help="JSON {field: [values]}")
+    sweep.add_argument("--seeds", default="0-9", help="e.g. 0-99 or 0,3,7-9")
+    sweep.add_argument("--chunk-size", type=int, default=100, help="seeds per run")
+    sweep.add_argument("--results", default="results/sweep.csv", help="results CSV")
+    sweep.add_argument(
+        "--ray-address", default=None, help="local, auto or a Ray address"
+    )
+    sweep.add_argument("--quiet", action="store_true", help="no progress bar")
+    sweep.set_defaults(handler=_sweep)
 
     from keras_nalu.mnist import MnistConfig
 

@@ -366,6 +366,42 @@ class _SubsetSumTask:
             .prefetch(tf.data.AUTOTUNE)
         )
 
+    def train_inputs(self, index, seed=None) -> tf.Tensor:
+        """The inputs x of batch `index` of `train_dataset()`, drawn on their own.
+
+        `train_dataset()` yields `(train_inputs(b), target(train_inputs(b)))`
+        for b = 0, 1, … bit for bit. `seed` replaces the task's `seed`; as a
+        tensor it lets one vectorized call draw the batches of many
+        experiments that differ only in their seed (`tf.vectorized_map`).
+
+        Args:
+            index: the batch index, an integer or an integer scalar tensor.
+            seed: the experiment seed (integer or integer scalar tensor);
+                None uses `self.seed`.
+
+        Returns:
+            A float32 tensor `(batch_size, *example_shape)`.
+
+        Example:
+
+        >>> import numpy as np
+        >>> from keras_nalu.tasks import ArithmeticTask
+        >>> task = ArithmeticTask(input_size=10, seed=3)
+        >>> x, _ = next(iter(task.train_dataset()))
+        >>> bool(np.array_equal(task.train_inputs(0), x))
+        True
+        """
+        seed = self.seed if seed is None else seed
+        key = tf.stack(
+            [tf.cast(seed, tf.int64), tf.constant(_TRAIN_STREAM, dtype=tf.int64)]
+        )
+        batch_seed = tf.random.experimental.stateless_fold_in(
+            key, tf.cast(index, tf.int64)
+        )
+        return self.interpolation_range.sample(
+            (self.batch_size, *self._example_shape("interpolation")), batch_seed
+        )
+
     def _fixed_data(self, which: str, size: int, seed: int):
         x = _fixed_inputs(self._range(which), (size, *self._example_shape(which)), seed)
         return x, self.target(x)

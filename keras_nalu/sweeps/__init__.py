@@ -1,0 +1,28 @@
+"""Many seeds and many configurations: vectorized replicas, resumable sweeps.
+
+- `replicas`: `train_replicas(config, seeds)` trains R seeds of one
+  configuration in one vectorized training loop (`ReplicaRun` for the details);
+- `runner`: `run_sweep(grid, seeds, results_path)` trains a grid of
+  configurations × seeds chunk by chunk into a resumable results CSV, here or on
+  Ray (`keras-nalu sweep`);
+- `summary`, `plots`: seed 001's Table 2 and Fig. 3 from a results file.
+"""
+
+from keras_nalu.sweeps.replicas import ReplicaRun, train_replicas
+from keras_nalu.sweeps.runner import (
+    load_grid_file,
+    parse_grid,
+    parse_seeds,
+    read_results,
+    run_sweep,
+)
+
+__all__ = [
+    "ReplicaRun",
+    "load_grid_file",
+    "parse_grid",
+    "parse_seeds",
+    "read_results",
+    "run_sweep",
+    "train_replicas",
+]

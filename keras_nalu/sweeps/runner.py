@@ -1,0 +1,639 @@
+"""Resumable sweeps: a grid of configurations × seeds into one results CSV.
+
+A sweep is the Cartesian product of some `ExperimentConfig` fields' values
+(the grid) times a list of seeds. Each configuration's seeds are split into
+chunks of at most `chunk_size`, and each chunk is trained as vectorized
+replicas (`train_replicas`). When a chunk finishes, its rows (every config
+field plus the result record, one row per seed) are added to the results CSV
+by writing the whole table to a temporary file, syncing it and renaming it
+over the old one: the file on disk is always a complete table, so killing the
+sweep at any moment loses at most the chunks in flight and never leaves half
+a row or a duplicate. Running the same sweep again skips the (config, seed)
+pairs already in the file. A file that is not such a table stops the sweep
+with an error and is never written to.
+
+Chunks run one after the other in this process, or as Ray tasks
+(`ray_address`); in both cases only this process writes the file.
+
+Grid syntax (the `keras-nalu sweep --grid` flag and `parse_grid`):
+
+- `KEY=V1,V2,...`: one field, several values (`model=nmu,nau`,
+  `hidden_size=2,4,8`, `sparsity=none,10`); commas inside brackets belong to
+  the value (`interpolation_range=U[1,2],U[10,20]`);
+- `KEY1:KEY2=A1:B1,A2:B2`: fields that change together, e.g. the paired
+  ranges of seed 001 Fig. 3,
+  `interpolation_range:extrapolation_range=U[1,2]:U[2,6],U[10,20]:U[20,40]`;
+- a single value fixes a field for the whole sweep (`iterations=50000`).
+
+A JSON grid file holds the same as an object: `{"model": ["nmu", "nau"],
+"interpolation_range:extrapolation_range": [["U[1,2]", "U[2,6]"]]}`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import hashlib
+import itertools
+import json
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from keras_nalu.experiment import ExperimentConfig
+from keras_nalu.sweeps.replicas import total_steps
+
+CONFIG_FIELDS = tuple(field.name for field in dataclasses.fields(ExperimentConfig))
+"""The `ExperimentConfig` fields; each is a column of a results file."""
+
+CONFIG_COLUMNS = tuple(
+    "max_iterations" if name == "iterations" else name for name in CONFIG_FIELDS
+)
+"""The config columns: the fields, with `iterations` (the budget) renamed
+`max_iterations`, since `iterations` holds the steps each run took."""
+
+RECORD_FIELDS = (
+    "success",
+    "solved_at",
+    "best_step",
+    "interpolation_mse",
+    "extrapolation_mse",
+    "sparsity_error",
+    "diverged",
+    "threshold",
+    "evaluations",
+    "iterations",
+    "wall_time",
+    "iterations_per_second",
+    "replicas",
+    "subsets",
+)
+"""The result columns, from the `run_experiment`-style record of each seed."""
+
+RESULT_COLUMNS = (*CONFIG_COLUMNS, *RECORD_FIELDS, "config_id")
+"""Every column of a results file, in order."""
+
+_CONFIG_ID = re.compile(r"^c[0-9a-f]{12}$")
+_DEFAULTS = {
+    field.name: (field.default, str(field.type))
+    for field in dataclasses.fields(ExperimentConfig)
+}
+
+
+# --- grid ----------------------------------------------------------------------
+
+
+def _split_values(text: str) -> list[str]:
+    """Splits on commas outside brackets: 'U[1,2],U[2,6]' -> two values."""
+    values, depth, current = [], 0, []
+    for char in text:
+        if char in "[(":
+            depth += 1
+        elif char in "])":
+            depth -= 1
+        if char == "," and depth == 0:
+            values.append("".join(current).strip())
+            current = []
+        else:
+            current.append(char)
+    values.append("".join(current).strip())
+    return values
+
+
+def _convert(key: str, value):
+    """A grid value in the type of the `ExperimentConfig` field `key`."""
+    default, annotation = _DEFAULTS[key]
+    if default is not None:
+        kind = type(default)
+    else:  # an optional field: its annotation names the type
+        kind = int if "int" in annotation else float
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if default is None and text.lower() in ("none", "null", ""):
+        return None
+    try:
+        if kind is bool:
+            if text.lower() not in ("true", "false", "1", "0"):
+                raise ValueError(text)
+            return text.lower() in ("true", "1")
+        return kind(text)
+    except ValueError:
+        raise ValueError(
+            f"sweep grid: {key} expects {kind.__name__} values. "
+            f"Received: {key}={value!r}"
+        ) from None
+
+
+def _check_keys(keys: Sequence[str]) -> None:
+    for key in keys:
+        if key == "seed":
+            raise ValueError(
+                "sweep grid: give seeds with --seeds / seeds=, not in the grid. "
+                "Received: seed"
+            )
+        if key not in _DEFAULTS:
+            raise ValueError(
+                f"sweep grid: unknown field {key!r}. Expected ExperimentConfig "
+                f"fields: {[name for name in CONFIG_FIELDS if name != 'seed']}"
+            )
+
+
+def parse_grid(items: Iterable[str]) -> dict[tuple[str, ...], list[tuple]]:
+    """Reads `KEY=V1,V2` and `KEY1:KEY2=A1:B1,A2:B2` items into a grid.
+
+    Args:
+        items: the `--grid` strings.
+
+    Returns:
+        `{(key, ...): [(value, ...), ...]}` with typed values.
+
+    Example:
+
+    >>> parse_grid(["model=nmu,nau", "hidden_size=2"])
+    {('model',): [('nmu',), ('nau',)], ('hidden_size',): [(2,)]}
+    """
+    grid = {}
+    for item in items:
+        if "=" not in item:
+            raise ValueError(f"sweep grid: expected KEY=V1,V2,... Received: {item!r}")
+        keys_text, values_text = item.split("=", 1)
+        keys = tuple(key.strip() for key in keys_text.split(":"))
+        rows = []
+        for value in _split_values(values_text):
+            parts = value.split(":")
+            if len(keys) > 1 and len(parts) != len(keys):
+                raise ValueError(
+                    f"sweep grid: {keys_text} takes {len(keys)} values joined by "
+                    f"':'. Received: {value!r}"
+                )
+            rows.append(tuple(parts) if len(keys) > 1 else (value,))
+        grid[keys] = rows
+    return normalize_grid(grid)
+
+
+def normalize_grid(grid: Mapping) -> dict[tuple[str, ...], list[tuple]]:
+    """Checks and types a grid given as `{key or "k1:k2" or (k1, k2): values}`.
+
+    Example:
+
+    >>> normalize_grid({"model": ["nmu"], "sparsity_start:sparsity_end":
+    ...                 [[10, 20]]})
+    {('model',): [('nmu',)], ('sparsity_start', 'sparsity_end'): [(10, 20)]}
+    """
+    normalized = {}
+    for keys, values in grid.items():
+        keys = tuple(keys.split(":")) if isinstance(keys, str) else tuple(keys)
+        _check_keys(keys)
+        if isinstance(values, str | int | float | bool) or values is None:
+            values = [values]
+        rows = []
+        for value in values:
+            # A 1-tuple is an already normalized entry of a single field.
+            single = isinstance(value, tuple) and len(value) == 1
+            parts = list(value) if len(keys) > 1 or single else [value]
+            if len(parts) != len(keys):
+                raise ValueError(
+                    f"sweep grid: {':'.join(keys)} takes {len(keys)} values per "
+                    f"entry. Received: {value!r}"
+                )
+            rows.append(tuple(_convert(k, v) for k, v in zip(keys, parts)))
+        if not rows:
+            raise ValueError(f"sweep grid: {':'.join(keys)} has no values")
+        normalized[keys] = rows
+    seen = [key for keys in normalized for key in keys]
+    repeated = sorted({key for key in seen if seen.count(key) > 1})
+    if repeated:
+        raise ValueError(f"sweep grid: fields given twice: {repeated}")
+    return normalized
+
+
+def load_grid_file(path: str | os.PathLike) -> dict[tuple[str, ...], list[tuple]]:
+    """A grid from a JSON file: `{"model": ["nmu", "nau"], ...}`."""
+    path = Path(path)
+    try:
+        grid = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ValueError(f"cannot read the grid file {path}: {error}") from None
+    if not isinstance(grid, dict):
+        raise ValueError(f"grid file {path}: expected a JSON object of fields")
+    return normalize_grid(grid)
+
+
+def parse_seeds(spec: str | Iterable[int]) -> list[int]:
+    """Seeds from `"0-99"`, `"0,3,7-9"` or a list of integers.
+
+    Example:
+
+    >>> parse_seeds("0-2,10")
+    [0, 1, 2, 10]
+    """
+    if not isinstance(spec, str):
+        seeds = [int(seed) for seed in spec]
+    else:
+        seeds = []
+        for part in spec.split(","):
+            match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+            if not match:
+                raise ValueError(
+                    f"sweep expects seeds like 0-99 or 0,3,7-9. Received: {spec!r}"
+                )
+            first, last = int(match[1]), int(match[2] or match[1])
+            if last < first:
+                raise ValueError(f"sweep: empty seed range {part!r} in {spec!r}")
+            seeds.extend(range(first, last + 1))
+    if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
+        raise ValueError(
+            f"sweep expects distinct seeds >= 0, at least one. Received: {spec!r}"
+        )
+    return seeds
+
+
+def grid_configs(grid: Mapping) -> list[ExperimentConfig]:
+    """Every configuration of the grid (seed 0), validated now.
+
+    Example:
+
+    >>> [c.model for c in grid_configs({"model": ["nmu", "nau"]})]
+    ['nmu', 'nau']
+    """
+    grid = normalize_grid(grid)
+    configs = []
+    for combination in itertools.product(*grid.values()):
+        fields = {}
+        for keys, values in zip(grid, combination):
+            fields.update(zip(keys, values))
+        try:
+            configs.append(ExperimentConfig(**fields))
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"sweep grid: invalid configuration: {error}") from None
+    return configs
+
+
+def config_id(config: ExperimentConfig) -> str:
+    """A short stable id of a configuration without its seed: `c` + 12 hex."""
+    fields = {k: v for k, v in config.to_config().items() if k != "seed"}
+    digest = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
+    return "c" + digest[:12]
+
+
+# --- results file ---------------------------------------------------------------
+
+
+def record_row(record: Mapping) -> dict:
+    """The flat results row of one `run_experiment`/`train_replicas` record."""
+    config = ExperimentConfig(**record["config"])
+    row = {
+        column: record["config"][field]
+        for column, field in zip(CONFIG_COLUMNS, CONFIG_FIELDS)
+    }
+    for key in RECORD_FIELDS:
+        value = record.get(key)
+        row[key] = json.dumps(value) if key == "subsets" else value
+    row["config_id"] = config_id(config)
+    return row
+
+
+def _foreign(path: Path, reason: str) -> ValueError:
+    return ValueError(
+        f"{path} is not a keras-nalu sweep results file ({reason}); it is left "
+        "untouched. Pass another results path."
+    )
+
+
+def read_results(path: str | os.PathLike) -> pd.DataFrame:
+    """Reads and checks a sweep results file (empty table if there is none).
+
+    Raises:
+        ValueError: the file is unreadable, lacks sweep columns, or holds a
+            (config, seed) pair twice.
+    """
+    path = Path(path)
+    if not path.exists():
+        return pd.DataFrame(columns=list(RESULT_COLUMNS))
+    if not path.is_file():
+        raise _foreign(path, "not a file")
+    try:
+        table = pd.read_csv(path, dtype={"config_id": str})
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+        raise _foreign(path, f"unreadable as CSV: {str(e).strip()}") from None
+    missing = [column for column in RESULT_COLUMNS if column not in table]
+    if missing:
+        raise _foreign(path, f"missing columns {missing}")
+    ids = table["config_id"].astype(str)
+    if not ids.map(lambda value: bool(_CONFIG_ID.match(value))).all():
+        raise _foreign(path, "malformed config_id values")
+    if table.duplicated(["config_id", "seed"]).any():
+        raise _foreign(path, "a (config, seed) pair appears twice")
+    return table
+
+
+def _write_atomically(table: pd.DataFrame, path: Path) -> None:
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(temporary, "w", encoding="utf-8", newline="") as handle:
+        table.to_csv(handle, index=False)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+@contextlib.contextmanager
+def _exclusive(path: Path):
+    """Holds `<path>.lock` so that two sweeps never write one file."""
+    lock = open(path.with_name(path.name + ".lock"), "a")  # noqa: SIM115
+    try:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ValueError(
+                f"another sweep is writing {path}; wait for it or pass another "
+                "results path"
+            ) from None
+        yield
+    finally:
+        lock.close()
+
+
+# --- chunks -------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Chunk:
+    """One configuration and the seeds trained together as replicas."""
+
+    config: ExperimentConfig
+    seeds: tuple[int, ...]
+
+    @property
+    def steps(self) -> int:
+        """Seed-steps of the chunk: replicas × optimizer steps."""
+        return len(self.seeds) * total_steps(self.config)
+
+
+def plan_chunks(
+    configs: Sequence[ExperimentConfig],
+    seeds: Sequence[int],
+    chunk_size: int,
+    done: set[tuple[str, int]] = frozenset(),
+) -> list[Chunk]:
+    """Chunks of at most `chunk_size` seeds per configuration, minus `done`.
+
+    The chunks are cut from the full seed list before finished pairs are
+    removed, so a resumed sweep trains the same replica groups.
+
+    Example:
+
+    >>> chunks = plan_chunks([ExperimentConfig()], range(5), chunk_size=2)
+    >>> [chunk.seeds for chunk in chunks]
+    [(0, 1), (2, 3), (4,)]
+    """
+    if (
+        isinstance(chunk_size, bool)
+        or not isinstance(chunk_size, int)
+        or (chunk_size < 1)
+    ):
+        raise ValueError(
+            f"sweep expects chunk_size to be an integer >= 1. "
+            f"Received: chunk_size={chunk_size!r}"
+        )
+    seeds = list(seeds)
+    chunks = []
+    for config in configs:
+        key = config_id(config)
+        for start in range(0, len(seeds), chunk_size):
+            todo = tuple(
+                seed
+                for seed in seeds[start : start + chunk_size]
+                if (key, seed) not in done
+            )
+            if todo:
+                chunks.append(Chunk(config, todo))
+    return chunks
+
+
+def train_chunk(config: ExperimentConfig, seeds: Sequence[int], progress=False):
+    """The result rows of one chunk (runs in a Ray worker too)."""
+    from keras_nalu.sweeps.replicas import train_replicas
+
+    records = train_replicas(config, list(seeds), progress=progress)
+    return [record_row(record) for record in records]
+
+
+def _local_backend(chunks, on_rows, on_steps):
+    import tensorflow as tf
+
+    # Every chunk traces its own training function; TF's retracing warning
+    # about that says nothing useful here.
+    logger = tf.get_logger()
+    level = logger.level
+    logger.setLevel("ERROR")
+    try:
+        _train_chunks(chunks, on_rows, on_steps)
+    finally:
+        logger.setLevel(level)
+
+
+def _train_chunks(chunks, on_rows, on_steps):
+    for chunk in chunks:
+        reported = 0
+
+        def progress(steps, chunk=chunk):
+            nonlocal reported
+            done = steps * len(chunk.seeds)
+            reported += done
+            on_steps(done)
+
+        rows = train_chunk(chunk.config, chunk.seeds, progress=progress)
+        on_steps(max(chunk.steps - reported, 0))
+        on_rows(rows)
+
+
+def _ray_backend(chunks, on_rows, on_steps, address: str):
+    try:
+        import ray
+    except ImportError:
+        raise ValueError(
+            "the Ray backend needs ray: pip install 'keras-arithmetic-units[ray]'"
+        ) from None
+    started = False
+    if not ray.is_initialized():
+        if address == "local":
+            ray.init(include_dashboard=False, log_to_driver=False)
+        else:
+            ray.init(address=address, log_to_driver=False)
+        started = True
+    remote = ray.remote(num_cpus=1)(train_chunk)
+    pending = {}
+    try:
+        pending = {remote.remote(chunk.config, chunk.seeds): chunk for chunk in chunks}
+        while pending:
+            (ready,), _ = ray.wait(list(pending), num_returns=1)
+            chunk = pending.pop(ready)
+            on_rows(ray.get(ready))
+            on_steps(chunk.steps)
+    finally:
+        for reference in pending:
+            ray.cancel(reference, force=True)
+        if started:
+            ray.shutdown()
+
+
+@dataclasses.dataclass
+class SweepOutcome:
+    """What a sweep did: the results file, its rows of this sweep, the counts."""
+
+    path: Path
+    results: pd.DataFrame
+    new_rows: int
+    skipped: int
+    group_by: tuple[str, ...]
+
+
+def run_sweep(
+    grid: Mapping,
+    seeds: str | Iterable[int],
+    results_path: str | os.PathLike,
+    chunk_size: int = 100,
+    ray_address: str | None = None,
+    progress: bool = True,
+    on_chunk: Callable[[list[dict]], None] | None = None,
+) -> SweepOutcome:
+    """Trains every (configuration, seed) of a grid that the results file lacks.
+
+    Args:
+        grid: `{field or "f1:f2": values}` (see `normalize_grid`), or the
+            output of `parse_grid` / `load_grid_file`.
+        seeds: `"0-99"`, `"0,3,7-9"` or a list of integers.
+        results_path: the results CSV; created if missing, else resumed.
+        chunk_size: at most this many seeds train together as replicas.
+        ray_address: None trains the chunks here, one after the other;
+            `"local"` starts a Ray runtime on this machine, `"auto"` or an
+            address joins a cluster (an already initialized Ray is used as
+            is). Chunks become Ray tasks; this process writes the file.
+        progress: one tqdm bar over all seed-steps of the sweep, with an ETA.
+        on_chunk: called with the rows of each chunk once they are on disk.
+
+    Returns:
+        A `SweepOutcome`; its `results` are this sweep's rows of the file.
+
+    Raises:
+        ValueError: a bad grid or seeds, or a results file that is not one
+            (left untouched).
+
+    Example:
+
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "results.csv"
+    >>> outcome = run_sweep(
+    ...     {"model": ["nau"], "input_size": [10], "iterations": [100],
+    ...      "eval_every": [100]}, seeds="0-1", results_path=path,
+    ...     progress=False)
+    >>> outcome.new_rows, list(outcome.results["seed"])
+    (2, [0, 1])
+    >>> run_sweep({"model": ["nau"], "input_size": [10], "iterations": [100],
+    ...            "eval_every": [100]}, "0-1", path, progress=False).skipped
+    2
+    """
+    configs = grid_configs(grid)
+    seeds = parse_seeds(seeds)
+    path = Path(results_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    group_by = _group_keys(normalize_grid(grid))
+    with _exclusive(path):
+        table = read_results(path)
+        done = set(zip(table["config_id"].astype(str), table["seed"].astype(int)))
+        chunks = plan_chunks(configs, seeds, chunk_size, done)
+        planned_pairs = {(config_id(c), s) for c in configs for s in seeds}
+        skipped = len(planned_pairs & done)
+        state = {"table": table, "new": 0}
+
+        def on_rows(rows):
+            new = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
+            frames = [state["table"], new] if len(state["table"]) else [new]
+            state["table"] = pd.concat(frames, ignore_index=True)
+            _write_atomically(state["table"], path)
+            state["new"] += len(rows)
+            if on_chunk is not None:
+                on_chunk(rows)
+
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(
+                total=sum(chunk.steps for chunk in chunks),
+                desc=f"sweep {len(chunks)} chunks",
+                unit="seed-step",
+                unit_scale=True,
+                dynamic_ncols=True,
+            )
+
+        def on_steps(steps):
+            if bar is not None:
+                bar.update(steps)
+
+        try:
+            if chunks and ray_address is None:
+                _local_backend(chunks, on_rows, on_steps)
+            elif chunks:
+                _ray_backend(chunks, on_rows, on_steps, ray_address)
+        finally:
+            if bar is not None:
+                bar.close()
+        table = state["table"]
+    ids = {config_id(c) for c in configs}
+    mine = table[
+        table["config_id"].astype(str).isin(ids) & table["seed"].isin(seeds)
+    ].reset_index(drop=True)
+    return SweepOutcome(path, mine, state["new"], skipped, group_by)
+
+
+def _group_keys(grid) -> tuple[str, ...]:
+    """operation, model, then every other field the grid varies."""
+    varied = [key for keys, values in grid.items() if len(values) > 1 for key in keys]
+    return tuple(dict.fromkeys(["operation", "model", *varied]))
+
+
+def summary_markdown(outcome: SweepOutcome) -> str:
+    """The paper-style Markdown table of a sweep's rows (`summary.summarize`)."""
+    from keras_nalu.sweeps.summary import load_results, summarize, to_markdown
+
+    results = load_results(outcome.path)
+    keep = results["config_id"].astype(str).isin(set(outcome.results["config_id"]))
+    results = results[keep]
+    if results.empty:
+        return "(no rows)\n"
+    for key in outcome.group_by:  # None values are empty cells: show "None"
+        results[key] = results[key].astype(object).where(results[key].notna(), "None")
+    return to_markdown(summarize(results, by=list(outcome.group_by)))
+
+
+__all__ = [
+    "CONFIG_COLUMNS",
+    "CONFIG_FIELDS",
+    "RECORD_FIELDS",
+    "RESULT_COLUMNS",
+    "Chunk",
+    "SweepOutcome",
+    "config_id",
+    "grid_configs",
+    "load_grid_file",
+    "normalize_grid",
+    "parse_grid",
+    "parse_seeds",
+    "plan_chunks",
+    "read_results",
+    "record_row",
+    "run_sweep",
+    "summary_markdown",
+    "train_chunk",
+]

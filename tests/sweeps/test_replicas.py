@@ -1,0 +1,166 @@
+"""Vectorized replicas: each replica is its own run, and faults stay in it."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_nalu.experiment import ExperimentConfig, run_experiment
+from keras_nalu.sweeps.replicas import ReplicaRun, train_replicas
+
+RECORD_KEYS = ("success", "solved_at", "best_step", "diverged", "iterations")
+
+
+def _single_runs(config, seeds):
+    runs = {}
+    for seed in seeds:
+        model, record = run_experiment(
+            dataclasses.replace(config, seed=seed), verbose=False
+        )
+        runs[seed] = ([v.numpy() for v in model.trainable_variables], record)
+    return runs
+
+
+def test_batches_are_the_single_runs_streams():
+    config = ExperimentConfig(
+        model="nau",
+        operation="mul",
+        input_size=20,
+        interpolation_range="U[-2,-1] ∪ U[1,2]",
+        extrapolation_range="U[-6,-2] ∪ U[2,6]",
+        iterations=10,
+        eval_every=10,
+    )
+    seeds = [4, 11, 250]
+    run = ReplicaRun(config, seeds)
+    assert len({task.subsets for task in run.tasks}) == 3  # three offsets
+    for r, seed in enumerate(seeds):
+        stream = iter(dataclasses.replace(config, seed=seed).task().train_dataset())
+        for step in range(3):
+            x, t = run.training_batch(tf.constant(step, tf.int64))
+            expected_x, expected_t = next(stream)
+            np.testing.assert_array_equal(x[r], expected_x)
+            np.testing.assert_array_equal(t[r], expected_t)
+
+
+@pytest.mark.parametrize(
+    "model, operation, learning_rate, sparsity, seeds, solved",
+    [
+        # λ ramps over steps 500 → 1500; seed 0 solves the task at step 500.
+        ("nau", "sub", 0.005, 1.0, [0, 3, 5], [True, False, False]),
+        ("nmu", "mul", 1e-3, None, [3, 4, 5], [False, False, False]),
+    ],
+)
+def test_each_replica_equals_its_single_run(
+    model, operation, learning_rate, sparsity, seeds, solved
+):
+    config = ExperimentConfig(
+        model=model,
+        operation=operation,
+        input_size=10,
+        iterations=2_000,
+        eval_every=250,
+        learning_rate=learning_rate,
+        sparsity=sparsity,
+        sparsity_start=500,
+        sparsity_end=1_500,
+    )
+    run = ReplicaRun(config, seeds)
+    run.train(progress=False)
+    records = run.results()
+    singles = _single_runs(config, seeds)
+    assert run._regularizers, "the preset must have a scheduled regularizer"
+    for r, seed in enumerate(seeds):
+        weights, single = singles[seed]
+        record = records[r]
+        for replica_weight, single_weight in zip(run.weights(r), weights):
+            np.testing.assert_allclose(replica_weight, single_weight, atol=1e-4)
+        for key in RECORD_KEYS:
+            assert record[key] == single[key], (seed, key)
+        for key in ("interpolation_mse", "extrapolation_mse", "sparsity_error"):
+            # Near zero the MSEs are rounding noise: compare to the threshold.
+            np.testing.assert_allclose(
+                record[key], single[key], rtol=1e-3, atol=1e-2 * single["threshold"]
+            )
+        assert record["threshold"] == single["threshold"]
+        assert record["config"] == single["config"]
+        assert record["subsets"] == single["subsets"]
+        assert [h[0] for h in record["history"]] == [h[0] for h in single["history"]]
+        model = run.model_for(r)
+        for variable, values in zip(model.trainable_variables, run.weights(r)):
+            np.testing.assert_array_equal(variable.numpy(), values)
+    assert [record["success"] for record in records] == solved
+
+
+def test_stop_on_success_stops_each_replica_at_its_own_step():
+    config = ExperimentConfig(
+        model="nau",
+        operation="sub",
+        input_size=10,
+        iterations=1_000,
+        eval_every=250,
+        learning_rate=0.01,
+        sparsity=1.0,
+        sparsity_start=500,
+        sparsity_end=1_500,
+        stop_on_success=True,
+    )
+    seeds = [2, 6]  # seed 6 solves at step 250, seed 2 does not within 1,000
+    records = train_replicas(config, seeds, progress=False)
+    singles = _single_runs(config, seeds)
+    for record, seed in zip(records, seeds):
+        for key in RECORD_KEYS:
+            assert record[key] == singles[seed][1][key], (seed, key)
+    assert [record["iterations"] for record in records] == [1_000, 250]
+
+
+class _FaultyRun(ReplicaRun):
+    """Puts NaN into replica 1's inputs at step 300."""
+
+    def training_batch(self, step):
+        x, t = super().training_batch(step)
+        poisoned = tf.logical_and(
+            tf.equal(step, 300), tf.equal(tf.range(self.num_replicas), 1)
+        )
+        return tf.where(poisoned[:, None, None], np.float32(np.nan), x), t
+
+
+def test_a_diverged_replica_leaves_the_others_untouched():
+    config = ExperimentConfig(
+        model="nmu", operation="mul", input_size=10, iterations=600, eval_every=200
+    )
+    seeds = [0, 1, 2]
+    clean = ReplicaRun(config, seeds)
+    clean.train(progress=False)
+    faulty = _FaultyRun(config, seeds)
+    faulty.train(progress=False)
+    clean_records, faulty_records = clean.results(), faulty.results()
+
+    broken = faulty_records[1]
+    assert broken["diverged"] and not broken["success"]
+    assert broken["iterations"] == 301  # the step that saw the NaN
+    assert all(np.isfinite(w).all() for w in faulty.weights(1))  # frozen before
+    assert not clean_records[1]["diverged"]
+    for r in (0, 2):
+        for a, b in zip(clean.weights(r), faulty.weights(r)):
+            np.testing.assert_array_equal(a, b)
+        for a, b in zip(clean.optimizer_state(r), faulty.optimizer_state(r)):
+            np.testing.assert_array_equal(a, b)
+        assert faulty_records[r]["history"] == clean_records[r]["history"]
+        assert not faulty_records[r]["diverged"]
+    assert len(clean.optimizer_state(0)) == 4  # Adam's m and v of two kernels
+
+
+@pytest.mark.parametrize(
+    "seeds, message",
+    [([], "at least one seed"), ([1, 1], "distinct"), ([-1], ">= 0"), (["a"], ">= 0")],
+)
+def test_bad_seeds_are_refused(seeds, message):
+    with pytest.raises(ValueError, match=message):
+        ReplicaRun(ExperimentConfig(input_size=10, iterations=10), seeds)
+
+
+def test_presets_with_per_model_callbacks_are_refused():
+    with pytest.raises(ValueError, match="inalu"):
+        ReplicaRun(ExperimentConfig(model="inalu", input_size=10), [0, 1])

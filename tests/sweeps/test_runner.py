@@ -1,0 +1,209 @@
+"""Sweeps: grid syntax, resumable results file, refusal of foreign files."""
+
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from keras_nalu import cli
+from keras_nalu.experiment import ExperimentConfig
+from keras_nalu.sweeps.runner import (
+    RESULT_COLUMNS,
+    config_id,
+    grid_configs,
+    parse_grid,
+    parse_seeds,
+    plan_chunks,
+    read_results,
+    run_sweep,
+)
+from keras_nalu.sweeps.summary import load_results
+
+GRID = [
+    "model=nau,nmu",
+    "operation=sub",
+    "input_size=10",
+    "iterations=1500",
+    "eval_every=500",
+]
+SEEDS = "0-2"
+TIMING = ["wall_time", "iterations_per_second"]
+
+
+def _sorted(table):
+    return table.sort_values(["config_id", "seed"]).reset_index(drop=True)
+
+
+def test_grid_syntax():
+    grid = parse_grid(
+        [
+            "model=nmu,nau",
+            "sparsity=none,10",
+            "stop_on_success=true",
+            "interpolation_range:extrapolation_range=U[1,2]:U[2,6],[-2,2]:U[-6,-2] ∪ "
+            "U[2,6]",
+        ]
+    )
+    assert grid[("sparsity",)] == [(None,), (10.0,)]
+    assert grid[("stop_on_success",)] == [(True,)]
+    assert grid[("interpolation_range", "extrapolation_range")] == [
+        ("U[1,2]", "U[2,6]"),
+        ("[-2,2]", "U[-6,-2] ∪ U[2,6]"),
+    ]
+    configs = grid_configs(grid)
+    assert len(configs) == 8
+    assert {(c.model, c.sparsity, c.extrapolation_range) for c in configs} >= {
+        ("nau", None, "U[-6,-2] ∪ U[2,6]")
+    }
+    assert parse_seeds("0-2,7") == [0, 1, 2, 7]
+
+
+@pytest.mark.parametrize(
+    "items, message",
+    [
+        (["colour=red"], "unknown field 'colour'"),
+        (["seed=1,2"], "--seeds"),
+        (["hidden_size=two"], "hidden_size expects int"),
+        (["sparsity_start:sparsity_end=1:2,3"], "takes 2 values"),
+        (["model=nmu", "model=nau"], None),
+        (["model"], "KEY=V1,V2"),
+    ],
+)
+def test_bad_grids_are_refused(items, message):
+    if message is None:  # a later item replaces an earlier one of the same key
+        assert parse_grid(items) == {("model",): [("nau",)]}
+        return
+    with pytest.raises(ValueError, match=message):
+        parse_grid(items)
+
+
+def test_bad_configurations_and_seeds_are_refused():
+    with pytest.raises(ValueError, match="invalid configuration.*input_size"):
+        grid_configs({"input_size": [0]})
+    for spec in ("3-1", "a", "1,1"):
+        with pytest.raises(ValueError):
+            parse_seeds(spec)
+
+
+def test_chunks_are_cut_before_finished_pairs_are_removed():
+    config = ExperimentConfig(input_size=10)
+    done = {(config_id(config), 1), (config_id(config), 2)}
+    chunks = plan_chunks([config], range(5), chunk_size=2, done=done)
+    assert [chunk.seeds for chunk in chunks] == [(0,), (3,), (4,)]
+
+
+def _sweep_process(results):
+    command = [sys.executable, "-m", "keras_nalu", "sweep", "--quiet"]
+    for item in GRID:
+        command += ["--grid", item]
+    command += ["--seeds", SEEDS, "--chunk-size", "1", "--results", str(results)]
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    return subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+
+
+def _rows(path):
+    try:
+        return len(pd.read_csv(path))
+    except (FileNotFoundError, pd.errors.EmptyDataError):
+        return 0
+
+
+def test_an_interrupted_sweep_resumes_to_the_same_rows(tmp_path):
+    interrupted = tmp_path / "interrupted.csv"
+    process = _sweep_process(interrupted)
+    try:
+        deadline = time.monotonic() + 120
+        while _rows(interrupted) == 0 and process.poll() is None:
+            assert time.monotonic() < deadline, "no chunk finished in 120 s"
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    finished_before_kill = _rows(interrupted)
+    assert 0 < finished_before_kill < 6, "the sweep must be cut after a chunk"
+
+    resumed = run_sweep(parse_grid(GRID), SEEDS, interrupted, 1, progress=False)
+    assert resumed.skipped == finished_before_kill
+    assert resumed.new_rows == 6 - finished_before_kill
+    reference = run_sweep(
+        parse_grid(GRID), SEEDS, tmp_path / "reference.csv", 1, progress=False
+    )
+    assert reference.new_rows == 6
+    after, expected = read_results(interrupted), read_results(reference.path)
+    assert not after.duplicated(["config_id", "seed"]).any()
+    assert len(after) == 6
+    pd.testing.assert_frame_equal(
+        _sorted(after).drop(columns=TIMING), _sorted(expected).drop(columns=TIMING)
+    )
+    assert list(after.columns) == list(RESULT_COLUMNS)
+    table = load_results(interrupted)  # readable by the summaries
+    assert table["success"].dtype == bool
+    assert set(table["model"]) == {"nau", "nmu"}
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"\x00\x81\xff garbage \x00",
+        b"model,operation,seed,success\nnmu,mul,0,True\n",
+        b"",
+    ],
+    ids=["binary", "foreign-csv", "empty"],
+)
+def test_a_foreign_results_file_is_refused_and_untouched(tmp_path, capsys, content):
+    path = tmp_path / "results.csv"
+    path.write_bytes(content)
+    argv = ["sweep", "--quiet", "--grid", "input_size=10", "--grid", "iterations=10"]
+    code = cli.main([*argv, "--seeds", "0", "--results", str(path)])
+    assert code == 2
+    error = capsys.readouterr().err
+    assert "not a keras-nalu sweep results file" in error
+    assert len(error.strip().splitlines()) == 1
+    assert path.read_bytes() == content
+
+
+def test_a_duplicated_row_is_refused_and_untouched(tmp_path):
+    grid = {"model": ["nau"], "input_size": [10], "iterations": [20]}
+    path = tmp_path / "results.csv"
+    run_sweep(grid, "0", path, progress=False)
+    table = read_results(path)
+    pd.concat([table, table]).to_csv(path, index=False)
+    content = path.read_bytes()
+    with pytest.raises(ValueError, match="appears twice"):
+        run_sweep(grid, "0-1", path, progress=False)
+    assert path.read_bytes() == content
+
+
+def test_two_sweeps_never_write_one_file(tmp_path):
+    path = tmp_path / "results.csv"
+    with open(tmp_path / "results.csv.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        with pytest.raises(ValueError, match="another sweep"):
+            run_sweep({"input_size": [10]}, "0", path, progress=False)
+    assert not path.exists()
+
+
+def test_the_sweep_command_prints_the_summary(tmp_path, capsys):
+    path = tmp_path / "results.csv"
+    argv = ["sweep", "--quiet", "--grid", "model=nau", "--grid", "input_size=10"]
+    argv += ["--grid", "iterations=100", "--grid", "eval_every=100"]
+    assert cli.main([*argv, "--seeds", "3-4", "--results", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert "| add | nau | 2 |" in captured.out
+    assert f"results: {path} (2 rows of this sweep: 2 new, 0 already there)" in (
+        captured.err
+    )
+    rows = read_results(path)
+    assert list(rows["seed"]) == [3, 4]
+    assert np.all(rows["max_iterations"] == 100)
+    assert np.all(rows["iterations"] == 100)
