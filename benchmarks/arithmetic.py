@@ -27,7 +27,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from paper import with_paper_columns  # noqa: E402
+from paper import COMPARISON_COLUMNS, with_paper_columns  # noqa: E402
 
 from keras_nalu.experiment import ExperimentConfig, run_experiment  # noqa: E402
 from keras_nalu.sweeps.summary import summarize  # noqa: E402
@@ -73,14 +73,7 @@ def table_text(results: pd.DataFrame) -> str:
     columns = [
         "operation",
         "model",
-        "n",
-        "success_rate",
-        "success_lower",
-        "success_upper",
-        "paper_success_rate",
-        "solved_at_median",
-        "paper_solved_at_median",
-        "sparsity_error_mean",
+        *COMPARISON_COLUMNS,
     ]
     wall = results.groupby(["operation", "model"], sort=False)["wall_time"].sum()
     text = table[columns].to_string(index=False)

@@ -30,6 +30,18 @@ TABLE_2 = {
     ("sub", "linear"): (0.07, 3.3e6),
 }
 
+COMPARISON_COLUMNS = (
+    "n",
+    "success_rate",
+    "success_lower",
+    "success_upper",
+    "paper_success_rate",
+    "solved_at_median",
+    "paper_solved_at_median",
+    "sparsity_error_mean",
+)
+"""Summary columns printed beside the paper's, after the grouping columns."""
+
 
 def with_paper_columns(summary: pd.DataFrame) -> pd.DataFrame:
     """Adds `paper_success_rate` and `paper_solved_at_median` by (op, model)."""

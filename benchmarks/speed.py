@@ -185,6 +185,17 @@ def case_profile(args) -> dict:
             total += losses[0] + grads[0][0, 0, 0]
         return total
 
+    size = args.replicas * x.shape[1] * x.shape[2]
+
+    @tf.function
+    def philox_floor(n):
+        # The random numbers alone, in one op: no replica can be fed for less.
+        total = tf.constant(0.0)
+        for i in tf.range(n):
+            seed = tf.stack([tf.cast(i, tf.int64), tf.constant(1, tf.int64)])
+            total += tf.reduce_sum(tf.random.stateless_uniform([size], seed))
+        return total
+
     def full(n):
         run._train_block(tf.constant(0, tf.int64), tf.constant(run._strengths(0, n)))
 
@@ -206,6 +217,9 @@ def case_profile(args) -> dict:
     return {
         "replicas": args.replicas,
         "data: R × (Philox draws of 128×100 + targets), per step": timed(data_only),
+        "floor: the same number of Philox uniforms in one op, per step": timed(
+            philox_floor
+        ),
         "loss + gradients (vectorized stateless_call), per step": timed(gradients_only),
         "full step (next batch drawn alongside, Adam, masks), per step": timed(full),
         "evaluation (10^4 + 10^4 samples, all replicas), per call": {

@@ -7,8 +7,10 @@ batches.
 
 Run as a script (`python _worker.py OUT_DIR`), it is one worker of a
 `MultiWorkerMirroredStrategy` cluster described by `TF_CONFIG` (set by the
-test): it builds the model in the strategy's scope, trains every config and
-writes what it ended with to `OUT_DIR/worker_<task index>.npz`.
+test): it builds the model in the strategy's scope, applies
+`keras_nalu.distribute.enable_multi_worker_fit`, trains every config (and
+MULTI_STEP_CONFIG with `enable_steps_per_execution` as well) and writes what
+it ended with to `OUT_DIR/worker_<task index>.npz`.
 """
 
 import contextlib
@@ -31,8 +33,12 @@ SCHEDULE = {"sparsity": 1.0, "start": 5, "end": 15}
 #: name -> (optimizer, learning rate, steps_per_execution). SGD makes the
 #: comparison sensitive to the loss scale (Adam would hide a constant factor).
 CONFIGS = {"sgd": ("sgd", 0.01, 1), "adam": ("adam", 0.01, 1)}
-#: steps_per_execution > 1 under a strategy: see `test_mirrored.py`.
+#: steps_per_execution > 1 under a strategy: Keras alone fails (see
+#: `test_mirrored.py`), `keras_nalu.distribute.enable_steps_per_execution`
+#: makes it work (see `test_distribute_helpers.py`).
 MULTI_STEP_CONFIG = ("adam", 0.01, 5)
+#: the name under which the workers save their MULTI_STEP_CONFIG run.
+MULTI_STEP = "adam_multi_step"
 
 
 def target(x):
@@ -218,52 +224,30 @@ def load_result(path) -> dict:
     return results
 
 
-def work_around_keras_multi_worker_fit(model):
-    """Two Keras 3.15 bugs make `fit` fail under multi-worker strategies.
-
-    1. `fit` first reduces one data batch with `strategy.reduce` (in
-       `_maybe_symbolic_build`), which `MultiWorkerMirroredStrategy` cannot do
-       for an (x, y) tuple. Without its captured strategy the model skips that
-       and uses the one whose scope `fit` runs in (`train(fit_scope=...)`).
-    2. Each step's scalar logs are reduced with `strategy.reduce("MEAN", v,
-       axis=0)`, invalid for a scalar (tensorflow/tensorflow#72388); the mean
-       over replicas (`axis=None`) is what a single device reports.
-
-    Neither touches how gradients are all-reduced or applied.
-    """
-    import tensorflow as tf
-    from keras.src.backend.tensorflow import trainer
-
-    model._distribute_strategy = None
-    if getattr(trainer.reduce_per_replica, "patched", False):
-        return
-    original = trainer.reduce_per_replica
-
-    def reduce_per_replica(values, strategy, reduction):
-        if reduction in ("auto", "mean") and isinstance(
-            strategy, tf.distribute.MultiWorkerMirroredStrategy
-        ):
-            return tf.nest.map_structure(
-                lambda v: strategy.reduce("MEAN", v, axis=None), values
-            )
-        return original(values, strategy, reduction)
-
-    reduce_per_replica.patched = True
-    trainer.reduce_per_replica = reduce_per_replica
-
-
 def main(out_dir: str) -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import tensorflow as tf
 
     # First: the strategy has to configure TF's runtime before any op runs.
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    from keras_nalu.distribute import (
+        enable_multi_worker_fit,
+        enable_steps_per_execution,
+    )
+
     index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
     results = {}
     for config in CONFIGS:
         model, callbacks = make_model(config, strategy)
-        work_around_keras_multi_worker_fit(model)
-        results[config] = train(model, callbacks, fit_scope=strategy)
+        enable_multi_worker_fit(model)
+        # The model keeps its strategy: `fit` outside the scope all-reduces.
+        assert model.distribute_strategy.num_replicas_in_sync == WORKERS
+        results[config] = train(model, callbacks)
+    # steps_per_execution > 1 needs the second workaround too (and `fit` may
+    # run inside the scope as well).
+    model, callbacks = make_model(MULTI_STEP_CONFIG, strategy)
+    enable_steps_per_execution(enable_multi_worker_fit(model))
+    results[MULTI_STEP] = train(model, callbacks, fit_scope=strategy)
     save_result(os.path.join(out_dir, f"worker_{index}.npz"), results)
 
 

@@ -1,0 +1,101 @@
+"""Seed 001's Table 2 rows over 100 seeds with `keras-nalu sweep`, beside the paper.
+
+    python benchmarks/table2.py                       # the rows below, 100 seeds
+    python benchmarks/table2.py --summarize           # only print the table
+    python benchmarks/table2.py --rows nmu:mul --iterations 2000000
+
+Each (model, operation) row is one configuration of the default arithmetic
+task (100 inputs, batch 128, evaluation every 1,000 steps) trained for
+`--iterations` steps as `--seeds` vectorized replicas (chunks of
+`--chunk-size`), through `run_sweep`: the same results file and resume rules
+as `keras-nalu sweep`. The paper trains 5·10⁶ steps; the budget actually run
+is the `max_iterations` column of the results file and is printed with the
+table. Rerunning the command skips the (config, seed) pairs already done, so a
+longer budget is a new configuration (new rows), not an overwrite.
+
+Writes `benchmarks/results/table2/results.csv` and `summary.md`.
+"""
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TF's start-up lines
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from paper import COMPARISON_COLUMNS, with_paper_columns  # noqa: E402
+
+from keras_nalu.sweeps.runner import run_sweep  # noqa: E402
+from keras_nalu.sweeps.summary import load_results, summarize  # noqa: E402
+
+OUT = Path(__file__).resolve().parent / "results" / "table2"
+ROWS = (
+    "nau:add,nau:sub,linear:add,linear:sub,linear:mul,"
+    "relu:add,relu:sub,relu:mul,nalu:add,nalu:sub,nalu:mul"
+)
+
+
+def table_text(results: pd.DataFrame) -> str:
+    """Our rows (Wilson 95 % interval, solved-at, wall time) beside Table 2."""
+    table = with_paper_columns(
+        summarize(results, by=["operation", "model", "max_iterations"])
+    )
+    wall = results.groupby(["operation", "model", "max_iterations"], sort=False).apply(
+        _row_wall_time, include_groups=False
+    )
+    table["wall_time_s"] = [
+        wall.get((op, model, budget))
+        for op, model, budget in zip(
+            table["operation"], table["model"], table["max_iterations"]
+        )
+    ]
+    columns = [
+        "operation",
+        "model",
+        "max_iterations",
+        *COMPARISON_COLUMNS,
+        "wall_time_s",
+    ]
+    return table[columns].to_string(index=False, float_format=lambda v: f"{v:.3g}")
+
+
+def _row_wall_time(rows: pd.DataFrame) -> float:
+    """Wall time of a row: each chunk's shared wall time counted once."""
+    return float(rows.drop_duplicates(["wall_time", "replicas"])["wall_time"].sum())
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", default=ROWS, help="model:operation,...")
+    parser.add_argument("--iterations", type=int, default=50_000)
+    parser.add_argument("--seeds", default="0-99")
+    parser.add_argument("--chunk-size", type=int, default=100)
+    parser.add_argument("--out", default=str(OUT))
+    parser.add_argument("--summarize", action="store_true", help="no training")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    results_path = out / "results.csv"
+    if not args.summarize:
+        started = time.perf_counter()
+        run_sweep(
+            {
+                "model:operation": [row.split(":") for row in args.rows.split(",")],
+                "iterations": [args.iterations],
+            },
+            args.seeds,
+            results_path,
+            chunk_size=args.chunk_size,
+        )
+        print(f"sweep wall time: {time.perf_counter() - started:.0f} s")
+    text = table_text(load_results(results_path))
+    (out / "summary.md").write_text(text + "\n", encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
