@@ -447,6 +447,22 @@ def _initializer_of(layer, variable):
     return initializer
 
 
+def _worker_count(model) -> int:
+    """How many workers (machines) train `model`: 1 outside multi-worker."""
+    if keras.backend.backend() != "tensorflow":
+        return 1
+    import tensorflow as tf
+
+    strategy = getattr(model, "_distribute_strategy", None)
+    if strategy is None and tf.distribute.has_strategy():
+        strategy = tf.distribute.get_strategy()
+    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return 1
+    resolver = strategy.cluster_resolver
+    spec = resolver.cluster_spec().as_dict() if resolver is not None else {}
+    return max(1, sum(len(tasks) for job, tasks in spec.items() if job != "ps"))
+
+
 @export
 class Reinitialization(keras.callbacks.Callback):
     """Re-draws the weights when the loss stalls above a threshold (iNALU).
@@ -480,7 +496,9 @@ class Reinitialization(keras.callbacks.Callback):
         layers: names of the layers to re-draw (nested layers are found by
             name); None for every layer with trainable weights.
         initializer: one initializer for every weight instead of their own.
-        seed: seed of the re-draws (None: nondeterministic).
+        seed: seed of the re-draws (None: nondeterministic; an integer is
+            required when several workers train the model, so that they all
+            draw the same weights).
 
     Example:
 
@@ -531,6 +549,14 @@ class Reinitialization(keras.callbacks.Callback):
 
     def on_train_begin(self, logs=None):
         self.history = []
+        if self.seed is None and _worker_count(self.model) > 1:
+            # Each worker would draw its own weights: the workers' copies of
+            # the model would silently part.
+            raise ValueError(
+                "Reinitialization needs an integer seed when training on "
+                f"{_worker_count(self.model)} workers, so that every worker "
+                "re-draws the same weights. Received: seed=None"
+            )
         if self._seed_generator is None:
             self._seed_generator = keras.random.SeedGenerator(self.seed)
         self.target_layers()  # fails now, not after `every` epochs, on bad names

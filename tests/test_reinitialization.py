@@ -186,3 +186,18 @@ def test_constructor_validation_names_the_argument():
         Reinitialization(loss_threshold=-1.0)
     config = Reinitialization(every=5, monitor="mse", seed=2).get_config()
     assert Reinitialization(**config).get_config() == config
+
+
+def test_several_workers_need_a_seed(monkeypatch):
+    from keras_nalu import callbacks
+
+    model = _trained_model()
+    assert callbacks._worker_count(model) == 1  # no strategy: one worker
+    monkeypatch.setattr(callbacks, "_worker_count", lambda model: 2)
+    unseeded = Reinitialization(every=10)
+    unseeded.set_model(model)
+    with pytest.raises(ValueError, match="needs an integer seed .* 2 workers"):
+        unseeded.on_train_begin()
+    seeded = Reinitialization(every=10, seed=3)
+    seeded.set_model(model)
+    seeded.on_train_begin()  # every worker draws the same weights
