@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: train test test-slow lint benchmarks clean
+.PHONY: train test test-slow clean bench-speed bench-table2 bench-gates bench-mnist
 
 $(STAMP): setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,19 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -m slow -q
+
+# Benchmarks (long; not tests). Each writes benchmarks/results/ and prints a table.
+bench-speed: $(STAMP)
+	$(BIN)/python benchmarks/speed.py --profile
+
+bench-table2: $(STAMP)
+	$(BIN)/python benchmarks/table2.py
+
+bench-gates: $(STAMP)
+	$(BIN)/python benchmarks/gates.py
+
+bench-mnist: $(STAMP)
+	$(BIN)/python benchmarks/mnist.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

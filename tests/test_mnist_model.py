@@ -66,6 +66,23 @@ def test_exact_baseline_fixes_the_unit(operation, unit_name, initial):
     assert tuple(model(x).shape) == (2, 3, out)
 
 
+@pytest.mark.parametrize(
+    "operation, unit, bias",
+    [
+        ("product", "exact", 1.0),
+        ("product", "nmu", 1.0),
+        ("sum", "nau", 0.0),
+        ("count", "exact", 0.0),
+    ],
+)
+def test_cnn_output_starts_at_the_identity(operation, unit, bias):
+    # The product is symmetric in the digits' sign; a zero output bias lets
+    # seeds settle on z = -digit (a wrong solution for odd lengths).
+    model, _ = build_mnist_model(operation, unit)
+    fc2 = model.digit_network.get_layer("fc2")
+    np.testing.assert_array_equal(fc2.bias.numpy(), np.full(fc2.units, bias))
+
+
 def test_z_regularizer_against_numpy():
     rng = np.random.default_rng(2)
     inputs = rng.normal(1.0, 2.0, size=(5, 4, 3)).astype("float32")
