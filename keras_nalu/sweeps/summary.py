@@ -129,7 +129,10 @@ def summarize(
 
     Groups keep their order of first appearance. Solved-at and sparsity error
     use only the runs whose `success` is true, as in the paper; a group with
-    no success has NaN there.
+    no success has NaN there. The beta-MLE interval of the sparsity error
+    needs errors in [0, 0.5], which bounded weights (NAU, NMU, NAC) always
+    give; a model with unbounded weights (Linear, ReLU, NALU's Ŵ) can exceed
+    0.5, and its group gets the plain mean with a NaN interval.
 
     Args:
         results: one row per run, as from `load_results` (needs `success`,
@@ -174,7 +177,7 @@ def summarize(
         successes = int(group["success"].sum())
         rate, lower, upper = success_rate_interval(successes, len(group), confidence)
         solved_at = solved_at_summary(solved["solved_at"], confidence)
-        sparsity = sparsity_error_summary(solved["sparsity_error"], confidence)
+        sparsity = _sparsity_error_or_mean(solved["sparsity_error"], confidence)
         rows.append(
             (
                 *keys,
@@ -193,6 +196,14 @@ def summarize(
         )
     summary = pd.DataFrame(rows, columns=[*by, *SUMMARY_STATISTICS])
     return summary.astype({"n": "int64"})
+
+
+def _sparsity_error_or_mean(errors: pd.Series, confidence: float) -> dict:
+    """`sparsity_error_summary`, or the plain mean when errors exceed 0.5."""
+    values = pd.to_numeric(errors, errors="coerce").dropna()
+    if (values > 0.5).any():
+        return {"mean": float(values.mean()), "lower": math.nan, "upper": math.nan}
+    return sparsity_error_summary(values, confidence)
 
 
 def to_markdown(summary: pd.DataFrame) -> str:

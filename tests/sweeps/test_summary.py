@@ -87,6 +87,23 @@ def test_summarize_counts_rates_and_only_solved_seeds(runs):
         assert math.isnan(nau[column]), column
 
 
+def test_unbounded_weights_get_the_plain_sparsity_mean(runs):
+    """A Linear model's weights are unbounded, so its sparsity error can pass
+    0.5 (|W| = 1.7 gives 0.7): no beta interval, the mean and a NaN interval."""
+    linear = pd.DataFrame(
+        [
+            run("linear", "add", seed, True, 1000, error)
+            for seed, error in enumerate([0.7, 0.1, 0.4])
+        ]
+    )
+    row = summarize(pd.concat([runs, linear])).iloc[-1]
+    assert row["model"] == "linear"
+    assert row["sparsity_error_mean"] == pytest.approx(0.4)
+    assert math.isnan(row["sparsity_error_lower"])
+    assert math.isnan(row["sparsity_error_upper"])
+    assert "linear" in to_markdown(summarize(linear))
+
+
 def test_summarize_by_swept_parameter_and_success_as_integers(runs):
     runs = runs.assign(success=runs["success"].astype(int))
     summary = summarize(runs[runs["model"] == "nmu"], by=("model", "hidden_size"))
