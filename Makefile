@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: train test test-slow clean bench-speed bench-table2 bench-gates bench-mnist
+.PHONY: train test test-slow clean bench-speed bench-table2 bench-table6 bench-gates bench-mnist
 
 $(STAMP): setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,9 @@ bench-speed: $(STAMP)
 
 bench-table2: $(STAMP)
 	$(BIN)/python benchmarks/table2.py
+
+bench-table6: $(STAMP)
+	$(BIN)/python benchmarks/table6.py
 
 bench-gates: $(STAMP)
 	$(BIN)/python benchmarks/gates.py

@@ -68,32 +68,54 @@ def _row_wall_time(rows: pd.DataFrame) -> float:
     return float(rows.drop_duplicates(["wall_time", "replicas"])["wall_time"].sum())
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", default=ROWS, help="model:operation,...")
+def run_table(rows, iterations, seeds, chunk_size, out, summarize_only, reuse=()):
+    """Trains the missing rows, then writes and prints the summary table.
+
+    `reuse` lists other results files whose rows join the table (not trained
+    again); the rows trained here go to `out/results.csv`.
+    """
+    out = Path(out)
+    results_path = out / "results.csv"
+    if not summarize_only:
+        started = time.perf_counter()
+        run_sweep(
+            {
+                "model:operation": [row.split(":") for row in rows.split(",")],
+                "iterations": [iterations],
+            },
+            seeds,
+            results_path,
+            chunk_size=chunk_size,
+        )
+        print(f"sweep wall time: {time.perf_counter() - started:.0f} s")
+    tables = [load_results(path) for path in (results_path, *reuse)]
+    text = table_text(pd.concat(tables, ignore_index=True))
+    (out / "summary.md").write_text(text + "\n", encoding="utf-8")
+    print(text)
+
+
+def parser(description: str, rows: str) -> argparse.ArgumentParser:
+    """The command line shared by the table benchmarks."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--rows", default=rows, help="model:operation,...")
     parser.add_argument("--iterations", type=int, default=50_000)
     parser.add_argument("--seeds", default="0-99")
     parser.add_argument("--chunk-size", type=int, default=100)
     parser.add_argument("--out", default=str(OUT))
     parser.add_argument("--summarize", action="store_true", help="no training")
-    args = parser.parse_args(argv)
-    out = Path(args.out)
-    results_path = out / "results.csv"
-    if not args.summarize:
-        started = time.perf_counter()
-        run_sweep(
-            {
-                "model:operation": [row.split(":") for row in args.rows.split(",")],
-                "iterations": [args.iterations],
-            },
-            args.seeds,
-            results_path,
-            chunk_size=args.chunk_size,
-        )
-        print(f"sweep wall time: {time.perf_counter() - started:.0f} s")
-    text = table_text(load_results(results_path))
-    (out / "summary.md").write_text(text + "\n", encoding="utf-8")
-    print(text)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = parser(__doc__.splitlines()[0], ROWS).parse_args(argv)
+    run_table(
+        args.rows,
+        args.iterations,
+        args.seeds,
+        args.chunk_size,
+        args.out,
+        args.summarize,
+    )
     return 0
 
 

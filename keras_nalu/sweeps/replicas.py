@@ -66,7 +66,7 @@ from keras_nalu.evaluation import (
     summarize_evaluations,
 )
 from keras_nalu.experiment import ExperimentConfig
-from keras_nalu.models import build_model
+from keras_nalu.models import build_model, get_preset
 
 _NON_ELEMENTWISE_OPTIONS = ("clipnorm", "global_clipnorm", "use_ema")
 
@@ -80,6 +80,24 @@ def total_steps(config: ExperimentConfig) -> int:
     """Optimizer steps `run_experiment` takes: whole epochs of `eval_every`."""
     steps_per_epoch = min(config.eval_every, config.iterations)
     return math.ceil(config.iterations / steps_per_epoch) * steps_per_epoch
+
+
+def vectorizable(config: ExperimentConfig) -> bool:
+    """Whether `train_replicas` can train `config`'s preset as replicas.
+
+    Presets whose callbacks act on one model at a time (the iNALU's
+    loss-gated regularization and reinitialization) cannot be vectorized;
+    sweeps train their seeds one after the other with `run_experiment`.
+
+    Example:
+
+    >>> from keras_nalu.experiment import ExperimentConfig
+    >>> vectorizable(ExperimentConfig(model="nmu"))
+    True
+    >>> vectorizable(ExperimentConfig(model="inalu"))
+    False
+    """
+    return not get_preset(config.model).callbacks
 
 
 def _check_seeds(seeds) -> list[int]:

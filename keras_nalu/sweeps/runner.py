@@ -421,11 +421,36 @@ def plan_chunks(
 
 
 def train_chunk(config: ExperimentConfig, seeds: Sequence[int], progress=False):
-    """The result rows of one chunk (runs in a Ray worker too)."""
-    from keras_nalu.sweeps.replicas import train_replicas
+    """The result rows of one chunk (runs in a Ray worker too).
 
-    records = train_replicas(config, list(seeds), progress=progress)
+    A chunk is trained as vectorized replicas; a preset that cannot be
+    vectorized (see `vectorizable`) trains its seeds one after the other with
+    `run_experiment`, which gives the same rows with `replicas` = 1.
+    """
+    from keras_nalu.sweeps.replicas import train_replicas, vectorizable
+
+    if vectorizable(config):
+        records = train_replicas(config, list(seeds), progress=progress)
+    else:
+        records = _train_one_by_one(config, seeds, progress)
     return [record_row(record) for record in records]
+
+
+def _train_one_by_one(config, seeds, progress) -> list[dict]:
+    import keras
+
+    from keras_nalu.experiment import run_experiment
+
+    records = []
+    for seed in seeds:
+        keras.backend.clear_session()
+        _, record = run_experiment(
+            dataclasses.replace(config, seed=seed), verbose=progress is True
+        )
+        records.append({**record, "replicas": 1})
+        if callable(progress):
+            progress(total_steps(config) // len(seeds))
+    return records
 
 
 def _local_backend(chunks, on_rows, on_steps):

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from keras_nalu import cli
-from keras_nalu.experiment import ExperimentConfig
+from keras_nalu.experiment import ExperimentConfig, run_experiment
 from keras_nalu.sweeps.runner import (
     RESULT_COLUMNS,
     config_id,
@@ -207,3 +207,22 @@ def test_the_sweep_command_prints_the_summary(tmp_path, capsys):
     assert list(rows["seed"]) == [3, 4]
     assert np.all(rows["max_iterations"] == 100)
     assert np.all(rows["iterations"] == 100)
+
+
+def test_a_preset_that_cannot_be_vectorized_is_swept_seed_by_seed(tmp_path):
+    # The iNALU's reinitialization acts on one model at a time: the sweep
+    # trains its seeds with run_experiment and records the same verdicts.
+    grid = ["model=inalu", "input_size=10", "iterations=200", "eval_every=100"]
+    outcome = run_sweep(parse_grid(grid), "0-1", tmp_path / "r.csv", 2, progress=False)
+    assert outcome.new_rows == 2
+    rows = read_results(outcome.path).sort_values("seed").reset_index(drop=True)
+    assert list(rows["replicas"]) == [1, 1]
+    for seed in (0, 1):
+        config = ExperimentConfig(
+            model="inalu", input_size=10, iterations=200, eval_every=100, seed=seed
+        )
+        _, record = run_experiment(config, verbose=False)
+        assert rows.loc[seed, "extrapolation_mse"] == pytest.approx(
+            record["extrapolation_mse"], rel=1e-5
+        )
+        assert rows.loc[seed, "best_step"] == record["best_step"]
