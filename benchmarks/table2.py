@@ -68,24 +68,25 @@ def _row_wall_time(rows: pd.DataFrame) -> float:
     return float(rows.drop_duplicates(["wall_time", "replicas"])["wall_time"].sum())
 
 
-def run_table(rows, iterations, seeds, chunk_size, out, summarize_only, reuse=()):
-    """Trains the missing rows, then writes and prints the summary table.
+def run_table(args: argparse.Namespace, reuse=()):
+    """Trains the missing rows of `args` (see `parser`), then writes and
+    prints the summary table.
 
     `reuse` lists other results files whose rows join the table (not trained
-    again); the rows trained here go to `out/results.csv`.
+    again); the rows trained here go to `args.out/results.csv`.
     """
-    out = Path(out)
+    out = Path(args.out)
     results_path = out / "results.csv"
-    if not summarize_only:
+    if not args.summarize:
         started = time.perf_counter()
         run_sweep(
             {
-                "model:operation": [row.split(":") for row in rows.split(",")],
-                "iterations": [iterations],
+                "model:operation": [row.split(":") for row in args.rows.split(",")],
+                "iterations": [args.iterations],
             },
-            seeds,
+            args.seeds,
             results_path,
-            chunk_size=chunk_size,
+            chunk_size=args.chunk_size,
         )
         print(f"sweep wall time: {time.perf_counter() - started:.0f} s")
     tables = [load_results(path) for path in (results_path, *reuse)]
@@ -107,15 +108,7 @@ def parser(description: str, rows: str) -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = parser(__doc__.splitlines()[0], ROWS).parse_args(argv)
-    run_table(
-        args.rows,
-        args.iterations,
-        args.seeds,
-        args.chunk_size,
-        args.out,
-        args.summarize,
-    )
+    run_table(parser(__doc__.splitlines()[0], ROWS).parse_args(argv))
     return 0
 
 

@@ -47,16 +47,7 @@ ROWS = ",".join(
 def main(argv=None) -> int:
     options = parser(__doc__.splitlines()[0], ROWS)
     options.set_defaults(seeds="0-19", chunk_size=20, out=str(OUT))
-    args = options.parse_args(argv)
-    run_table(
-        args.rows,
-        args.iterations,
-        args.seeds,
-        args.chunk_size,
-        args.out,
-        args.summarize,
-        reuse=[TABLE_2_OUT / "results.csv"],
-    )
+    run_table(options.parse_args(argv), reuse=[TABLE_2_OUT / "results.csv"])
     return 0
 
 
