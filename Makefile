@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: train test test-slow clean bench-speed bench-table2 bench-table6 bench-gates bench-mnist
+.PHONY: train test test-slow clean bench-speed bench-table2 bench-table6 bench-fig3 bench-gates bench-mnist
 
 $(STAMP): setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,10 @@ bench-table2: $(STAMP)
 
 bench-table6: $(STAMP)
 	$(BIN)/python benchmarks/table6.py
+
+bench-fig3: $(STAMP)
+	$(BIN)/python benchmarks/fig3.py hidden_size
+	$(BIN)/python benchmarks/fig3.py range
 
 bench-gates: $(STAMP)
 	$(BIN)/python benchmarks/gates.py

@@ -1,0 +1,145 @@
+"""Seed 001's Figure 3 on ×: success against hidden size and input range.
+
+    python benchmarks/fig3.py hidden_size        # every model, hidden size 2–10
+    python benchmarks/fig3.py range              # every model, the seven ranges
+    python benchmarks/fig3.py hidden_size --models nmu --values 10 \\
+        --iterations 2000000 --seeds 0-9
+    python benchmarks/fig3.py range --summarize  # only the table and the PNG
+
+Each (model, value) point is one configuration of the default × task with
+that hidden size, or that interpolation → extrapolation range pair (written
+`INTERPOLATION>EXTRAPOLATION` in `--values`), trained `--iterations` steps as
+vectorized replicas through `run_sweep`: the same results file and resume
+rules as `keras-nalu sweep`. Points that `benchmarks/results/table2/results.csv`
+already holds for every requested seed (hidden size 2 on U[1,2] → U[2,6] is
+the default task) are taken from there, not trained again.
+
+Writes `benchmarks/results/fig3/results.csv`, and per panel `<panel>.md`
+(success with a Wilson 95 % interval, solved-at, sparsity error) and
+`<panel>.png` (the figure's three panels, drawn by `keras-nalu plot`).
+"""
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TF's start-up lines
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from table2 import OUT as TABLE_2_OUT  # noqa: E402
+
+from keras_nalu.sweeps.plots import plot_results  # noqa: E402
+from keras_nalu.sweeps.runner import (  # noqa: E402
+    config_id,
+    grid_configs,
+    parse_seeds,
+    run_sweep,
+)
+from keras_nalu.sweeps.summary import load_results, summarize  # noqa: E402
+
+OUT = Path(__file__).resolve().parent / "results" / "fig3"
+MODELS = "nmu,nac_mul_nmu,nac_mul_sigma,nac_mul,nalu"
+# seed 001 Fig. 3 and Appendix C.4 (SPEC §3): interpolation > extrapolation
+RANGES = (
+    "U[-2,-1]>U[-6,-2];U[-2,2]>U[-6,-2] ∪ U[2,6];U[0,1]>U[1,5];"
+    "U[0.1,0.2]>U[0.2,2];U[1.1,1.2]>U[1.2,6];U[1,2]>U[2,6];U[10,20]>U[20,40]"
+)
+PANELS = {
+    # panel: (grid key, default values, separator, results column on the x-axis)
+    "hidden_size": ("hidden_size", "2,4,6,8,10", ",", "hidden_size"),
+    "range": (
+        "interpolation_range:extrapolation_range",
+        RANGES,
+        ";",
+        "interpolation_range",
+    ),
+}
+
+
+def panel_grid(args: argparse.Namespace) -> dict:
+    """The sweep grid of one panel: models × swept values on ×."""
+    key, _, separator, _ = PANELS[args.panel]
+    values = [value.strip() for value in args.values.split(separator)]
+    if args.panel == "range":
+        values = [tuple(value.split(">")) for value in values]
+    else:
+        values = [int(value) for value in values]
+    return {
+        "model": args.models.split(","),
+        "operation": ["mul"],
+        "iterations": [args.iterations],
+        key: values,
+    }
+
+
+def reusable_rows(grid: dict, seeds: list[int], reuse: Path) -> pd.DataFrame:
+    """Rows of `reuse` for the grid's configurations that have every seed."""
+    if not reuse.exists():
+        return pd.DataFrame()
+    ids = {config_id(config) for config in grid_configs(grid)}
+    table = load_results(reuse)
+    table = table[table["config_id"].isin(ids) & table["seed"].isin(seeds)]
+    complete = table.groupby("config_id")["seed"].nunique() == len(seeds)
+    return table[table["config_id"].isin(complete[complete].index)]
+
+
+def main(argv=None) -> int:
+    options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    options.add_argument("panel", choices=sorted(PANELS))
+    options.add_argument("--models", default=MODELS, help="presets, comma-separated")
+    options.add_argument("--values", help="hidden sizes '2,4' or ranges 'A>B;C>D'")
+    options.add_argument("--iterations", type=int, default=2_000_000)
+    options.add_argument("--seeds", default="0-19")
+    options.add_argument("--chunk-size", type=int, default=20)
+    options.add_argument("--out", default=str(OUT))
+    options.add_argument("--reuse", default=str(TABLE_2_OUT / "results.csv"))
+    options.add_argument("--summarize", action="store_true", help="no training")
+    args = options.parse_args(argv)
+    key, default_values, _, x = PANELS[args.panel]
+    args.values = args.values or default_values
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    results_path = out / "results.csv"
+    grid = panel_grid(args)
+    seeds = parse_seeds(args.seeds)
+    reused = reusable_rows(grid, seeds, Path(args.reuse))
+    if not args.summarize:
+        todo = [
+            config
+            for config in grid_configs(grid)
+            if config_id(config) not in set(reused.get("config_id", []))
+        ]
+        for config in todo:  # one sweep per point: the grid need not be a product
+            point = config.to_config()
+            run_sweep(
+                {
+                    field: [point[field]]
+                    for field in ("model", "operation", "iterations", *key.split(":"))
+                },
+                seeds,
+                results_path,
+                chunk_size=args.chunk_size,
+            )
+    ids = {config_id(config) for config in grid_configs(grid)}
+    trained = load_results(results_path) if results_path.exists() else pd.DataFrame()
+    if len(trained):
+        trained = trained[trained["config_id"].isin(ids)]
+    results = pd.concat([trained, reused], ignore_index=True)
+    if results.empty:
+        raise SystemExit(f"fig3: no results for this panel in {results_path}")
+    results = results.drop_duplicates(["config_id", "seed"])
+    table = summarize(results, by=["model", x, "max_iterations"])
+    text = table.to_string(index=False, float_format=lambda v: f"{v:.3g}")
+    (out / f"{args.panel}.md").write_text(text + "\n", encoding="utf-8")
+    png = plot_results(results, x=x, out_path=out / f"{args.panel}.png")
+    print(text)
+    print(f"wrote {out / f'{args.panel}.md'} and {png}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
