@@ -5,6 +5,7 @@
     python benchmarks/fig3.py hidden_size --models nmu --values 10 \\
         --iterations 2000000 --seeds 0-9
     python benchmarks/fig3.py range --summarize  # only the table and the PNG
+    python benchmarks/fig3.py range --iterations 50000,2000000 --summarize
 
 Each (model, value) point is one configuration of the default × task with
 that hidden size, or that interpolation → extrapolation range pair (written
@@ -70,7 +71,7 @@ def panel_grid(args: argparse.Namespace) -> dict:
     return {
         "model": args.models.split(","),
         "operation": ["mul"],
-        "iterations": [args.iterations],
+        "iterations": [int(steps) for steps in args.iterations.split(",")],
         key: values,
     }
 
@@ -91,7 +92,9 @@ def main(argv=None) -> int:
     options.add_argument("panel", choices=sorted(PANELS))
     options.add_argument("--models", default=MODELS, help="presets, comma-separated")
     options.add_argument("--values", help="hidden sizes '2,4' or ranges 'A>B;C>D'")
-    options.add_argument("--iterations", type=int, default=2_000_000)
+    options.add_argument(
+        "--iterations", default="2000000", help="steps; '50000,2000000' for both"
+    )
     options.add_argument("--seeds", default="0-19")
     options.add_argument("--chunk-size", type=int, default=20)
     options.add_argument("--out", default=str(OUT))
