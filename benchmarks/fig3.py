@@ -76,11 +76,10 @@ def panel_grid(args: argparse.Namespace) -> dict:
     }
 
 
-def reusable_rows(grid: dict, seeds: list[int], reuse: Path) -> pd.DataFrame:
-    """Rows of `reuse` for the grid's configurations that have every seed."""
+def reusable_rows(ids: set[str], seeds: list[int], reuse: Path) -> pd.DataFrame:
+    """Rows of `reuse` for the configurations `ids` that have every seed."""
     if not reuse.exists():
-        return pd.DataFrame()
-    ids = {config_id(config) for config in grid_configs(grid)}
+        return pd.DataFrame(columns=["config_id"])
     table = load_results(reuse)
     table = table[table["config_id"].isin(ids) & table["seed"].isin(seeds)]
     complete = table.groupby("config_id")["seed"].nunique() == len(seeds)
@@ -109,14 +108,12 @@ def main(argv=None) -> int:
     results_path = out / "results.csv"
     grid = panel_grid(args)
     seeds = parse_seeds(args.seeds)
-    reused = reusable_rows(grid, seeds, Path(args.reuse))
+    configs = {config_id(config): config for config in grid_configs(grid)}
+    reused = reusable_rows(set(configs), seeds, Path(args.reuse))
     if not args.summarize:
-        todo = [
-            config
-            for config in grid_configs(grid)
-            if config_id(config) not in set(reused.get("config_id", []))
-        ]
-        for config in todo:  # one sweep per point: the grid need not be a product
+        for identifier, config in configs.items():
+            if identifier in set(reused["config_id"]):
+                continue  # reused points are not trained again
             point = config.to_config()
             run_sweep(
                 {
@@ -127,10 +124,9 @@ def main(argv=None) -> int:
                 results_path,
                 chunk_size=args.chunk_size,
             )
-    ids = {config_id(config) for config in grid_configs(grid)}
     trained = load_results(results_path) if results_path.exists() else pd.DataFrame()
     if len(trained):
-        trained = trained[trained["config_id"].isin(ids)]
+        trained = trained[trained["config_id"].isin(configs)]
     results = pd.concat([trained, reused], ignore_index=True)
     if results.empty:
         raise SystemExit(f"fig3: no results for this panel in {results_path}")
