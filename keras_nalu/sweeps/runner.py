@@ -449,6 +449,8 @@ def _train_one_by_one(config, seeds, progress) -> list[dict]:
         )
         records.append({**record, "replicas": 1})
         if callable(progress):
+            # the callback counts steps of the whole chunk (all its replicas
+            # at once), so one finished seed is 1/len(seeds) of a chunk step
             progress(total_steps(config) // len(seeds))
     return records
 
