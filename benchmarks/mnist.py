@@ -8,13 +8,21 @@ against the bound, the success rate, and how tight the bound is (bound /
 baseline mean MSE):
 
 * product: NMU with R_z, trained on length 2, tested on 1–20;
-* sum: NAU with R_z, trained on length 10, tested on 1, 10, 100.
+* sum: NAU with R_z, trained on length 10, tested on 1, 10, 100, 1000.
+
+Both train 3,000 steps with early stopping on the validation MSE, and the
+units use the package's sequential-MNIST sparsity schedule
+(`keras_nalu.mnist.MNIST_SPARSITY`: λ 100 ramped in over steps 1,000–1,500).
 
 Usage::
 
     python benchmarks/mnist.py [--task product|sum|both] [--iterations N]
-        [--baseline-seeds 4] [--unit-seeds 3]
+        [--baseline-seeds 4] [--unit-seeds 5]
         [--out benchmarks/results/mnist.json]
+    python benchmarks/mnist.py --plot-only   # redraw the PNGs from the JSON
+
+Writes the JSON and, per task, `mnist-<task>.png`: the success rate against
+the test length with Wilson 95 % intervals (seed 001 Fig. 4 / Fig. 13).
 """
 
 import argparse
@@ -23,7 +31,14 @@ import statistics
 import time
 from pathlib import Path
 
-from keras_nalu.mnist import MnistConfig, judge, mae_table, mse_bound, run_mnist
+from keras_nalu.mnist import (
+    MnistConfig,
+    judge,
+    mae_table,
+    mse_bound,
+    plot_success_rate,
+    run_mnist,
+)
 
 TASKS = {
     "product": dict(
@@ -32,7 +47,7 @@ TASKS = {
         train_length=2,
         test_lengths=(1, 2, 5, 10, 15, 20),
         batch_size=64,
-        iterations=1_200,
+        iterations=3_000,
         eval_every=250,
         validation_sequences=250,
         test_sequences=200,
@@ -41,9 +56,9 @@ TASKS = {
         operation="sum",
         unit="nau",
         train_length=10,
-        test_lengths=(1, 10, 100),
+        test_lengths=(1, 10, 100, 1000),
         batch_size=16,
-        iterations=1_000,
+        iterations=3_000,
         eval_every=250,
         validation_sequences=50,
         test_sequences=50,
@@ -142,14 +157,28 @@ def markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
+def plot(result: dict, out_dir: Path) -> str:
+    """Success rate against test length of one task's unit seeds."""
+    records = [{"config": {"unit": result["unit"]}, **run} for run in result["runs"]]
+    return plot_success_rate(records, out_dir / f"mnist-{result['task']}.png")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", choices=("product", "sum", "both"), default="both")
     parser.add_argument("--iterations", type=int, default=None)
     parser.add_argument("--baseline-seeds", type=int, default=4)
-    parser.add_argument("--unit-seeds", type=int, default=3)
+    parser.add_argument("--unit-seeds", type=int, default=5)
     parser.add_argument("--out", default="benchmarks/results/mnist.json")
+    parser.add_argument(
+        "--plot-only", action="store_true", help="redraw the PNGs from --out"
+    )
     args = parser.parse_args()
+    out = Path(args.out)
+    if args.plot_only:
+        for result in json.loads(out.read_text()):
+            print(plot(result, out.parent))
+        return
     if args.baseline_seeds < 2 or args.unit_seeds < 1:
         parser.error("needs --baseline-seeds >= 2 and --unit-seeds >= 1")
     names = ("product", "sum") if args.task == "both" else (args.task,)
@@ -162,8 +191,10 @@ def main() -> None:
             f"\n{name} ({result['wall_time']:.0f} s):\n{markdown(result)}\n", flush=True
         )
     print(f"total wall time {time.perf_counter() - started:.0f} s")
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(results, indent=2))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2))
+    for result in results:
+        print(plot(result, out.parent))
 
 
 if __name__ == "__main__":

@@ -8,7 +8,9 @@ import pytest
 import tensorflow_datasets as tfds
 
 from keras_nalu import cli
+from keras_nalu.callbacks import find_scheduled_regularizers
 from keras_nalu.mnist import (
+    MNIST_SPARSITY,
     MnistConfig,
     build_mnist_model,
     exact_kernel,
@@ -119,6 +121,25 @@ def test_lstm_and_nac_models_and_z_validation():
         build_mnist_model("sum", "nac", z_strength=1.0)
     with pytest.raises(ValueError, match="unit"):
         build_mnist_model("sum", "gru")
+
+
+def _sparsity_schedules(model):
+    return [
+        (r.strength, r.start, r.end)
+        for r in find_scheduled_regularizers(model)
+        if type(r).__name__ == "Sparsity"
+    ]
+
+
+@pytest.mark.parametrize("operation, unit", [("product", "nmu"), ("sum", "nau")])
+def test_units_take_the_mnist_sparsity_schedule(operation, unit):
+    model, _ = build_mnist_model(operation, unit)
+    expected = tuple(MNIST_SPARSITY[k] for k in ("sparsity", "start", "end"))
+    assert _sparsity_schedules(model) == [expected]
+    model, _ = build_mnist_model(operation, unit, sparsity=2.0, sparsity_end=3_000)
+    assert _sparsity_schedules(model) == [(2.0, MNIST_SPARSITY["start"], 3_000)]
+    model, _ = build_mnist_model(operation, "nac", z_strength=0.0)
+    assert _sparsity_schedules(model) == []
 
 
 def test_bound_judge_rates_and_table():
