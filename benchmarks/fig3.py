@@ -134,7 +134,12 @@ def main(argv=None) -> int:
     table = summarize(results, by=["model", x, "max_iterations"])
     text = table.to_string(index=False, float_format=lambda v: f"{v:.3g}")
     (out / f"{args.panel}.md").write_text(text + "\n", encoding="utf-8")
-    png = plot_results(results, x=x, out_path=out / f"{args.panel}.png")
+    hue = "model"
+    if results["max_iterations"].nunique() > 1:  # one line per model and budget
+        steps = results["max_iterations"].map(lambda n: f"{n:.0e} steps")
+        results = results.assign(series=results["model"] + ", " + steps)
+        hue = "series"
+    png = plot_results(results, x=x, out_path=out / f"{args.panel}.png", hue=hue)
     print(text)
     print(f"wrote {out / f'{args.panel}.md'} and {png}")
     return 0
