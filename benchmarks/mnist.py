@@ -31,14 +31,7 @@ import statistics
 import time
 from pathlib import Path
 
-from keras_nalu.mnist import (
-    MnistConfig,
-    judge,
-    mae_table,
-    mse_bound,
-    plot_success_rate,
-    run_mnist,
-)
+from keras_nalu import mnist
 
 TASKS = {
     "product": dict(
@@ -75,14 +68,16 @@ def run_task(
     started = time.perf_counter()
     baselines = []
     for seed in range(baseline_seeds):
-        config = MnistConfig(**{**options, "unit": "exact"}, seed=seed)
-        baselines.append(run_mnist(config, verbose=False)[1])
+        config = mnist.MnistConfig(**{**options, "unit": "exact"}, seed=seed)
+        baselines.append(mnist.run_mnist(config, verbose=False)[1])
         print(f"{name} baseline seed {seed}: MSE {baselines[-1]['test_mse']}")
-    bound = mse_bound(baselines)
+    bound = mnist.mse_bound(baselines)
     records = []
     for seed in range(unit_seeds):
-        _, record = run_mnist(MnistConfig(**options, seed=seed), verbose=False)
-        judge(record, bound)
+        _, record = mnist.run_mnist(
+            mnist.MnistConfig(**options, seed=seed), verbose=False
+        )
+        mnist.judge(record, bound)
         records.append(record)
         print(f"{name} {options['unit']} seed {seed}: MSE {record['test_mse']}")
     lengths = records[0]["test_lengths"]
@@ -134,7 +129,7 @@ def run_task(
             }
             for record in records
         ],
-        "mae_table": mae_table(records, lengths=tuple(lengths)),
+        "mae_table": mnist.mae_table(records, lengths=tuple(lengths)),
     }
 
 
@@ -160,7 +155,7 @@ def markdown(result: dict) -> str:
 def plot(result: dict, out_dir: Path) -> str:
     """Success rate against test length of one task's unit seeds."""
     records = [{"config": {"unit": result["unit"]}, **run} for run in result["runs"]]
-    return plot_success_rate(records, out_dir / f"mnist-{result['task']}.png")
+    return mnist.plot_success_rate(records, out_dir / f"mnist-{result['task']}.png")
 
 
 def main() -> None:
