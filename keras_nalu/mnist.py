@@ -250,16 +250,12 @@ def build_mnist_model(
             step_unit.kernel.assign(exact_kernel(operation))
             step_unit.trainable = False
         else:
+            defaults = MNIST_SPARSITY if unit in _UNIT_PRESET else {}
+            given = {"sparsity": sparsity, "start": sparsity_start, "end": sparsity_end}
             overrides = {
-                "sparsity": sparsity,
-                "start": sparsity_start,
-                "end": sparsity_end,
+                key: defaults.get(key) if value is None else value
+                for key, value in given.items()
             }
-            if unit in _UNIT_PRESET:
-                overrides = {
-                    key: MNIST_SPARSITY[key] if value is None else value
-                    for key, value in overrides.items()
-                }
             preset = dataclasses.replace(
                 get_preset(_UNIT_PRESET.get(unit, "nac")),
                 **{key: value for key, value in overrides.items() if value is not None},
@@ -399,6 +395,7 @@ def evaluate_lengths(model, task: SequentialMnistTask, lengths=None) -> dict:
     import tensorflow as tf
 
     lengths = task.test_lengths if lengths is None else tuple(lengths)
+
     # One graph per sequence length; eager would step the RNN op by op.
     @tf.function(autograph=False)
     def predict(images):
