@@ -76,14 +76,18 @@ PRESETS: dict[str, Preset] = {
             ("nac", "nac_mul_sigmoid"),
             description="NAC+ → NAC•σ, W = σ(Ŵ): multiplication only (001 §4.1.3)",
         ),
+        # The reference code's NAC•NMU (`--layer-type ReRegualizedLinearPosNAC
+        # --nac-mul normal --first-layer ReRegualizedLinearNAC`) has an NAU
+        # below it; seed 001's Table 4 prints NAC+. We follow the code, which
+        # produced the paper's numbers.
         Preset(
             "nac_mul_nmu",
-            ("nac", "nac_mul_nmu"),
+            ("nau", "nac_mul_nmu"),
             10.0,
             1_000_000,
             2_000_000,
-            "NAC+ → NAC•NMU, W = clip(Ŵ, 0, 1) with the NMU's sparsity "
-            "(001 §4.1.3, Table 4)",
+            "NAU → NAC•NMU, W = clip(Ŵ, 0, 1) with the NMU's sparsity "
+            "(001 §4.1.3, Table 4; first layer as the reference code)",
         ),
         Preset(
             "gated_nau_nmu",

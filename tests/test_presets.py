@@ -22,7 +22,7 @@ from keras_nalu.tasks import ArithmeticTask, RecurrentArithmeticTask
 
 NEW_PRESETS = {
     "nac_mul_sigma": ("NAC", "NACMul"),
-    "nac_mul_nmu": ("NAC", "NACMul"),
+    "nac_mul_nmu": ("NAU", "NACMul"),
     "gated_nau_nmu": ("NAU", "GatedNAUNMU"),
     "nalu_separate": ("NAC", "NALU"),
     "nalu_shared": ("NAC", "NALU"),
@@ -91,7 +91,10 @@ def test_nac_mul_variant_presets():
     assert [type(c).__name__ for c in callbacks] == ["RegularizationSchedule"]
     sigma, callbacks = build_model("nac_mul_sigma", input_size=10)
     assert sigma.layers[1].parametrization == "sigmoid" and callbacks == []
-    assert model.layers[0].kernel_regularizer is None  # NAC+ has none
+    assert sigma.layers[0].kernel_regularizer is None  # NAC+ has none
+    # the NAU below the NAC•NMU shares its λ(t), as in the reference code
+    hidden_reg = model.layers[0].kernel_regularizer
+    assert hidden_reg.domain == "signed" and hidden_reg.strength == 10.0
 
 
 def test_gated_and_nalu_presets():
@@ -152,7 +155,7 @@ def test_sequence_model_cells():
     assert isinstance(cell, layers.ArithmeticCell) and isinstance(cell.unit, layers.NAU)
     assert cell.initial_state_value == 0.0 and cell.state_size == 3
     product, _ = build_sequence_model("nac_mul_nmu", input_size=4)
-    assert product.layers[0].cell.initial_state_value == 0.0  # hidden NAC adds
+    assert product.layers[0].cell.initial_state_value == 0.0  # hidden NAU adds
     assert "nmu" in MULTIPLICATIVE_KINDS and "nau" not in MULTIPLICATIVE_KINDS
     lstm, _ = build_sequence_model("lstm", input_size=4)
     assert isinstance(lstm.layers[0], keras.layers.LSTM)
