@@ -11,9 +11,9 @@ Each (model, value) point is one configuration of the default × task with
 that hidden size, or that interpolation → extrapolation range pair (written
 `INTERPOLATION>EXTRAPOLATION` in `--values`), trained `--iterations` steps as
 vectorized replicas through `run_sweep`: the same results file and resume
-rules as `keras-nalu sweep`. Points that `benchmarks/results/table2/results.csv`
-already holds for every requested seed (hidden size 2 on U[1,2] → U[2,6] is
-the default task) are taken from there, not trained again.
+rules as `keras-nalu sweep`. Points that `benchmarks/results/table2/` or
+`table6/results.csv` already hold for every requested seed (hidden size 2 on
+U[1,2] → U[2,6] is the default task) are taken from there, not trained again.
 
 Writes `benchmarks/results/fig3/results.csv`, and per panel `<panel>.md`
 (success with a Wilson 95 % interval, solved-at, sparsity error) and
@@ -31,6 +31,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TF's start-up lines
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from table2 import OUT as TABLE_2_OUT  # noqa: E402
+from table6 import OUT as TABLE_6_OUT  # noqa: E402
 
 from keras_nalu.sweeps.plots import plot_results  # noqa: E402
 from keras_nalu.sweeps.runner import (  # noqa: E402
@@ -76,11 +77,12 @@ def panel_grid(args: argparse.Namespace) -> dict:
     }
 
 
-def reusable_rows(ids: set[str], seeds: list[int], reuse: Path) -> pd.DataFrame:
-    """Rows of `reuse` for the configurations `ids` that have every seed."""
-    if not reuse.exists():
+def reusable_rows(ids: set[str], seeds: list[int], reuse: list[Path]) -> pd.DataFrame:
+    """Rows of the `reuse` files for the configurations `ids` with every seed."""
+    tables = [load_results(path) for path in reuse if path.exists()]
+    if not tables:
         return pd.DataFrame(columns=["config_id"])
-    table = load_results(reuse)
+    table = pd.concat(tables, ignore_index=True).drop_duplicates(["config_id", "seed"])
     table = table[table["config_id"].isin(ids) & table["seed"].isin(seeds)]
     complete = table.groupby("config_id")["seed"].nunique() == len(seeds)
     return table[table["config_id"].isin(complete[complete].index)]
@@ -97,7 +99,11 @@ def main(argv=None) -> int:
     options.add_argument("--seeds", default="0-19")
     options.add_argument("--chunk-size", type=int, default=20)
     options.add_argument("--out", default=str(OUT))
-    options.add_argument("--reuse", default=str(TABLE_2_OUT / "results.csv"))
+    options.add_argument(
+        "--reuse",
+        default=f"{TABLE_2_OUT / 'results.csv'},{TABLE_6_OUT / 'results.csv'}",
+        help="results files whose points are not trained again, comma-separated",
+    )
     options.add_argument("--summarize", action="store_true", help="no training")
     args = options.parse_args(argv)
     key, default_values, _, x = PANELS[args.panel]
@@ -109,7 +115,8 @@ def main(argv=None) -> int:
     grid = panel_grid(args)
     seeds = parse_seeds(args.seeds)
     configs = {config_id(config): config for config in grid_configs(grid)}
-    reused = reusable_rows(set(configs), seeds, Path(args.reuse))
+    reuse = [Path(path) for path in args.reuse.split(",")]
+    reused = reusable_rows(set(configs), seeds, reuse)
     if not args.summarize:
         for identifier, config in configs.items():
             if identifier in set(reused["config_id"]):
