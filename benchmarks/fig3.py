@@ -6,6 +6,7 @@
         --iterations 2000000 --seeds 0-9
     python benchmarks/fig3.py range --summarize  # only the table and the PNG
     python benchmarks/fig3.py range --iterations 50000,2000000 --summarize
+    python benchmarks/fig3.py hidden_size --models nmu --values 4 --epsilon keras,1e-8
 
 Each (model, value) point is one configuration of the default × task with
 that hidden size, or that interpolation → extrapolation range pair (written
@@ -74,6 +75,10 @@ def panel_grid(args: argparse.Namespace) -> dict:
         "operation": ["mul"],
         "iterations": [int(steps) for steps in args.iterations.split(",")],
         key: values,
+        "epsilon": [
+            None if value == "keras" else float(value)
+            for value in args.epsilon.split(",")
+        ],
     }
 
 
@@ -104,6 +109,12 @@ def main(argv=None) -> int:
         default=f"{TABLE_2_OUT / 'results.csv'},{TABLE_6_OUT / 'results.csv'}",
         help="results files whose points are not trained again, comma-separated",
     )
+    options.add_argument(
+        "--epsilon",
+        default="keras",
+        help="Adam's ε: 'keras' (its 1e-7), a number (the reference PyTorch "
+        "code's is 1e-8), or both: 'keras,1e-8'",
+    )
     options.add_argument("--summarize", action="store_true", help="no training")
     args = options.parse_args(argv)
     key, default_values, _, x = PANELS[args.panel]
@@ -122,11 +133,9 @@ def main(argv=None) -> int:
             if identifier in set(reused["config_id"]):
                 continue  # reused points are not trained again
             point = config.to_config()
+            fields = ("model", "operation", "iterations", "epsilon", *key.split(":"))
             run_sweep(
-                {
-                    field: [point[field]]
-                    for field in ("model", "operation", "iterations", *key.split(":"))
-                },
+                {field: [point[field]] for field in fields if point[field] is not None},
                 seeds,
                 results_path,
                 chunk_size=args.chunk_size,
@@ -138,13 +147,22 @@ def main(argv=None) -> int:
     if results.empty:
         raise SystemExit(f"fig3: no results for this panel in {results_path}")
     results = results.drop_duplicates(["config_id", "seed"])
-    table = summarize(results, by=["model", x, "max_iterations"])
+    by = ["model", x, "max_iterations"]
+    if "epsilon" in results and results["epsilon"].notna().any():
+        # rows at Keras' default ε read as empty: name it, as a group of its own
+        results["epsilon"] = results["epsilon"].fillna(1e-7)
+        by.append("epsilon")
+    table = summarize(results, by=by)
     text = table.to_string(index=False, float_format=lambda v: f"{v:.3g}")
     (out / f"{args.panel}.md").write_text(text + "\n", encoding="utf-8")
     hue = "model"
     if results["max_iterations"].nunique() > 1:  # one line per model and budget
         steps = results["max_iterations"].map(lambda n: f"{n:.0e} steps")
         results = results.assign(series=results["model"] + ", " + steps)
+        hue = "series"
+    if "epsilon" in by:
+        series = results[hue] + results["epsilon"].map(lambda e: f", ε {e:.0e}")
+        results = results.assign(series=series)
         hue = "series"
     png = plot_results(results, x=x, out_path=out / f"{args.panel}.png", hue=hue)
     print(text)

@@ -6,7 +6,7 @@ import time
 
 import keras
 
-from keras_nalu._validation import check_positive_int
+from keras_nalu._validation import check_positive, check_positive_int
 from keras_nalu.callbacks import ProgressBar
 from keras_nalu.evaluation import SuccessCriterion, success_threshold
 from keras_nalu.models import build_model, get_preset
@@ -33,6 +33,10 @@ class ExperimentConfig:
     but λ = 0.1 instead of 0.01, trained for 10⁵ steps — enough for success and
     for discrete weights, in about a minute on 2 cores. `model="nau"` is the
     paper's preset exactly (it succeeds as fast but sparsifies over ~10⁶).
+
+    `epsilon` is the optimizer's ε; None keeps Keras' 10⁻⁷. The papers' PyTorch
+    code ran Adam with 10⁻⁸ (Keras adds ε before Adam's bias correction,
+    PyTorch after, so the two agree only once that correction is near 1).
     """
 
     model: str = "nau_sparse"
@@ -42,6 +46,7 @@ class ExperimentConfig:
     hidden_size: int = 2
     learning_rate: float = 1e-3
     optimizer: str = "adam"
+    epsilon: float | None = None
     sparsity: float | None = None
     sparsity_start: int | None = None
     sparsity_end: int | None = None
@@ -72,6 +77,8 @@ class ExperimentConfig:
                 f"ExperimentConfig expects seed to be an integer >= 0. "
                 f"Received: seed={self.seed!r}"
             )
+        if self.epsilon is not None:
+            check_positive("ExperimentConfig", "epsilon", self.epsilon)
         self.task()  # validates the task parameters now, with their names
 
     def task(self) -> ArithmeticTask:
@@ -120,6 +127,7 @@ def run_experiment(
         hidden_size=config.hidden_size,
         learning_rate=config.learning_rate,
         optimizer=config.optimizer,
+        epsilon=config.epsilon,
         sparsity=config.sparsity,
         start=config.sparsity_start,
         end=config.sparsity_end,

@@ -279,6 +279,7 @@ def build_model(
     end: int | None = None,
     jit_compile: bool | str = "auto",
     steps_per_execution: int = 1,
+    epsilon: float | None = None,
 ) -> tuple[keras.Model, list[keras.callbacks.Callback]]:
     """A compiled two-layer model of `preset` and the callbacks it needs.
 
@@ -291,6 +292,7 @@ def build_model(
         optimizer: a Keras optimizer name.
         sparsity, start, end: override the preset's λ and its schedule.
         jit_compile, steps_per_execution: passed to `model.compile`.
+        epsilon: the optimizer's ε; None keeps the Keras default (10⁻⁷).
 
     Returns:
         `(model, callbacks)`; the callbacks hold the `RegularizationSchedule`
@@ -305,6 +307,10 @@ def build_model(
     ['NAU', 'NMU']
     """
     preset = _override(preset, sparsity, start, end)
+    if epsilon is not None:
+        check_positive("build_model", "epsilon", epsilon)
+        options = {**preset.optimizer_options, "epsilon": epsilon}
+        preset = dataclasses.replace(preset, optimizer_options=options)
     check_positive_int("build_model", "input_size", input_size)
     check_positive_int("build_model", "hidden_size", hidden_size)
     check_positive("build_model", "learning_rate", learning_rate)

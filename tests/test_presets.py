@@ -122,6 +122,17 @@ def test_inalu_preset_carries_clipping_metrics_and_callbacks():
     assert other.optimizer.clipvalue is None
 
 
+def test_epsilon_reaches_the_optimizer_beside_the_preset_options():
+    model, _ = build_model("inalu", input_size=10, epsilon=1e-8)
+    assert model.optimizer.epsilon == pytest.approx(1e-8)
+    assert model.optimizer.clipvalue == pytest.approx(0.1)  # the preset's, kept
+    assert get_preset("inalu").optimizer_options == {"clipvalue": 0.1}  # unchanged
+    default, _ = build_model("nmu", input_size=10)
+    assert default.optimizer.epsilon == pytest.approx(1e-7)  # Keras' own
+    with pytest.raises(ValueError, match="epsilon"):
+        build_model("nmu", input_size=10, epsilon=-1.0)
+
+
 def test_npu_presets_share_lambda_between_sparsity_and_l1():
     model, callbacks = build_model("npu", input_size=10)
     nau, npu = model.layers

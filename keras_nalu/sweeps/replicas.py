@@ -129,6 +129,7 @@ def _build(config: ExperimentConfig):
         hidden_size=config.hidden_size,
         learning_rate=config.learning_rate,
         optimizer=config.optimizer,
+        epsilon=config.epsilon,
         sparsity=config.sparsity,
         start=config.sparsity_start,
         end=config.sparsity_end,

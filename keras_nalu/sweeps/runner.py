@@ -77,6 +77,11 @@ RECORD_FIELDS = (
 RESULT_COLUMNS = (*CONFIG_COLUMNS, *RECORD_FIELDS, "config_id")
 """Every column of a results file, in order."""
 
+LATER_FIELDS = {"epsilon": None}
+"""Fields added after results files existed, with their defaults: at the
+default a field stays out of `config_id`, so older rows keep their ids, and
+a file without its column reads as the default."""
+
 _CONFIG_ID = re.compile(r"^c[0-9a-f]{12}$")
 _DEFAULTS = {
     field.name: (field.default, str(field.type))
@@ -276,7 +281,11 @@ def grid_configs(grid: Mapping) -> list[ExperimentConfig]:
 
 def config_id(config: ExperimentConfig) -> str:
     """A short stable id of a configuration without its seed: `c` + 12 hex."""
-    fields = {k: v for k, v in config.to_config().items() if k != "seed"}
+    fields = {
+        key: value
+        for key, value in config.to_config().items()
+        if key != "seed" and not (key in LATER_FIELDS and value == LATER_FIELDS[key])
+    }
     digest = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
     return "c" + digest[:12]
 
@@ -321,6 +330,10 @@ def read_results(path: str | os.PathLike) -> pd.DataFrame:
         table = pd.read_csv(path, dtype={"config_id": str})
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
         raise _foreign(path, f"unreadable as CSV: {str(e).strip()}") from None
+    for column, default in LATER_FIELDS.items():
+        if column not in table:
+            position = min(CONFIG_COLUMNS.index(column), len(table.columns))
+            table.insert(position, column, default)
     missing = [column for column in RESULT_COLUMNS if column not in table]
     if missing:
         raise _foreign(path, f"missing columns {missing}")
@@ -647,6 +660,7 @@ def summary_markdown(outcome: SweepOutcome) -> str:
 __all__ = [
     "CONFIG_COLUMNS",
     "CONFIG_FIELDS",
+    "LATER_FIELDS",
     "RECORD_FIELDS",
     "RESULT_COLUMNS",
     "Chunk",

@@ -164,3 +164,10 @@ def test_bad_seeds_are_refused(seeds, message):
 def test_presets_with_per_model_callbacks_are_refused():
     with pytest.raises(ValueError, match="inalu"):
         ReplicaRun(ExperimentConfig(model="inalu", input_size=10), [0, 1])
+
+
+def test_replicas_train_with_the_configured_epsilon():
+    config = ExperimentConfig(model="nmu", input_size=10, iterations=10, epsilon=1e-8)
+    assert ReplicaRun(config, [0, 1]).optimizer.epsilon == pytest.approx(1e-8)
+    default = dataclasses.replace(config, epsilon=None)
+    assert ReplicaRun(default, [0, 1]).optimizer.epsilon == pytest.approx(1e-7)

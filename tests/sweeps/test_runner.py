@@ -226,3 +226,27 @@ def test_a_preset_that_cannot_be_vectorized_is_swept_seed_by_seed(tmp_path):
             record["extrapolation_mse"], rel=1e-5
         )
         assert rows.loc[seed, "best_step"] == record["best_step"]
+
+
+def test_a_file_from_before_epsilon_resumes_with_its_ids(tmp_path):
+    grid = {"model": ["nau"], "input_size": [10], "iterations": [20]}
+    path = tmp_path / "results.csv"
+    run_sweep(grid, "0", path, progress=False)
+    read_results(path).drop(columns=["epsilon"]).to_csv(path, index=False)
+    old = read_results(path)
+    assert list(old.columns) == list(RESULT_COLUMNS) and old["epsilon"].isna().all()
+    assert run_sweep(grid, "0", path, progress=False).new_rows == 0  # same id
+    with_epsilon = run_sweep({**grid, "epsilon": [1e-8]}, "0", path, progress=False)
+    assert with_epsilon.new_rows == 1  # a different configuration
+    table = read_results(path)
+    assert len(set(table["config_id"])) == 2
+    assert sorted(table["epsilon"].fillna(0)) == [0, 1e-8]
+
+
+def test_epsilon_enters_the_config_id_only_when_set():
+    default = ExperimentConfig()
+    assert config_id(default) == "c15431c47713f"  # the id before epsilon existed
+    assert config_id(default) == config_id(ExperimentConfig(epsilon=None))
+    assert config_id(default) != config_id(ExperimentConfig(epsilon=1e-8))
+    with pytest.raises(ValueError, match="epsilon"):
+        ExperimentConfig(epsilon=0.0)
