@@ -39,6 +39,9 @@ class Preset:
             regularizers that a callback can monitor.
         callbacks: callbacks the preset trains with, as `{class name in
             keras_nalu.callbacks: constructor arguments}`.
+        revision: raised by one whenever the recipe changes. A revision
+            above 0 enters `keras_nalu.sweeps.config_id`, so results rows of
+            the older recipe are no longer resumed or reused for this one.
     """
 
     name: str
@@ -50,6 +53,7 @@ class Preset:
     optimizer_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     metrics: tuple[str, ...] = ()
     callbacks: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    revision: int = 0
 
 
 PRESETS: dict[str, Preset] = {

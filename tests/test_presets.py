@@ -1,6 +1,9 @@
 """Every model preset builds and trains; the new presets carry their recipe as data."""
 
+import dataclasses
+import hashlib
 import inspect
+import json
 
 import keras
 import numpy as np
@@ -18,6 +21,7 @@ from keras_nalu.models import (
     get_preset,
     make_layer,
 )
+from keras_nalu.sweeps.runner import config_id
 from keras_nalu.tasks import ArithmeticTask, RecurrentArithmeticTask
 
 NEW_PRESETS = {
@@ -179,3 +183,53 @@ def test_unknown_names_list_the_choices():
         build_sequence_model("nope", input_size=4)
     with pytest.raises(ValueError, match="kind='nope'"):
         make_layer("nope", 1, PRESETS["nmu"], "layer")
+
+
+# Each preset's recipe (everything but its name, description and revision)
+# as a hash, with the revision it has. Results rows are keyed by config_id,
+# which does not hash the recipe: when a recipe changes, raise the preset's
+# `revision` (old rows then stop matching) and update its line here.
+RECIPES = {
+    "nmu": ("9fb249e3982b", 0),
+    "nau": ("3c3213d16852", 0),
+    "nau_sparse": ("6267fc5456b1", 0),
+    "nac": ("fa7ff6b39879", 0),
+    "nac_mul": ("8b6ce75d445d", 0),
+    "nalu": ("2dab3b3f1c53", 0),
+    "linear": ("225d0d2cc06e", 0),
+    "relu": ("8b22c2c9a220", 0),
+    "relu6": ("dd66ff24e931", 0),
+    "nac_mul_sigma": ("6c0b29a7938e", 0),
+    "nac_mul_nmu": ("be04b5da4258", 0),
+    "gated_nau_nmu": ("103f6b5194b8", 0),
+    "nalu_separate": ("83ca52bce9a6", 0),
+    "nalu_shared": ("f284b4fdf4d4", 0),
+    "inalu": ("2160edd95a0c", 0),
+    "npu": ("6bf044de1a7f", 0),
+    "real_npu": ("3a4a742f722b", 0),
+}
+
+
+def _recipe(preset):
+    fields = dataclasses.asdict(preset)
+    for key in ("name", "description", "revision"):
+        fields.pop(key)
+    encoded = json.dumps(fields, sort_keys=True).encode()
+    return hashlib.sha256(encoded).hexdigest()[:12]
+
+
+def test_a_changed_recipe_comes_with_a_new_revision():
+    assert set(RECIPES) == set(PRESETS)
+    for name, preset in PRESETS.items():
+        assert (_recipe(preset), preset.revision) == RECIPES[name], (
+            f"preset {name!r} changed: raise its revision so results rows of "
+            "the old recipe stop matching, then update RECIPES"
+        )
+
+
+def test_a_preset_revision_changes_the_config_id(monkeypatch):
+    config = ExperimentConfig(model="nmu")
+    before = config_id(config)
+    revised = dataclasses.replace(PRESETS["nmu"], revision=1)
+    monkeypatch.setitem(PRESETS, "nmu", revised)
+    assert config_id(config) != before

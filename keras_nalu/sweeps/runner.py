@@ -45,6 +45,7 @@ from pathlib import Path
 import pandas as pd
 
 from keras_nalu.experiment import ExperimentConfig
+from keras_nalu.models import get_preset
 from keras_nalu.sweeps.replicas import total_steps
 
 CONFIG_FIELDS = tuple(field.name for field in dataclasses.fields(ExperimentConfig))
@@ -280,12 +281,21 @@ def grid_configs(grid: Mapping) -> list[ExperimentConfig]:
 
 
 def config_id(config: ExperimentConfig) -> str:
-    """A short stable id of a configuration without its seed: `c` + 12 hex."""
+    """A short stable id of a configuration without its seed: `c` + 12 hex.
+
+    The id hashes the config's fields (`LATER_FIELDS` only when set) and the
+    preset's `revision` when above 0, not the preset's recipe itself: a
+    preset whose recipe changes must raise its revision (a test pins every
+    recipe to enforce it).
+    """
     fields = {
         key: value
         for key, value in config.to_config().items()
         if key != "seed" and not (key in LATER_FIELDS and value == LATER_FIELDS[key])
     }
+    revision = get_preset(config.model).revision
+    if revision:  # a changed recipe: rows of the older one must not match
+        fields["preset_revision"] = revision
     digest = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
     return "c" + digest[:12]
 
