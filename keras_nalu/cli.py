@@ -180,6 +180,7 @@ def _sweep(args) -> int:
         chunk_size=args.chunk_size,
         ray_address=args.ray_address,
         progress=not args.quiet,
+        backup_every=None if args.no_backup else args.backup_every,
     )
     print(summary_markdown(outcome))
     print(
@@ -353,6 +354,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--ray-address", default=None, help="local, auto or a Ray address"
     )
     sweep.add_argument("--quiet", action="store_true", help="no progress bar")
+    sweep.add_argument(
+        "--backup-every",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="back up the chunk in training this often to RESULTS.backup/; a "
+        "rerun continues it (default: 600)",
+    )
+    sweep.add_argument("--no-backup", action="store_true", help="never back up a chunk")
     sweep.set_defaults(handler=_sweep)
 
     from keras_nalu.mnist import MnistConfig

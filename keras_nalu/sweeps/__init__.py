@@ -4,12 +4,14 @@
   configuration in one vectorized training loop (`ReplicaRun` for the details);
 - `runner`: `run_sweep(grid, seeds, results_path)` trains a grid of
   configurations × seeds chunk by chunk into a resumable results CSV, here or on
-  Ray (`keras-nalu sweep`);
+  Ray (`keras-nalu sweep`), backing up the chunk in training (`chunk_backup`) so
+  that a killed sweep continues it;
 - `summary`, `plots`: seed 001's Table 2 and Fig. 3 from a results file.
 """
 
 from keras_nalu.sweeps.replicas import ReplicaRun, train_replicas
 from keras_nalu.sweeps.runner import (
+    chunk_backup,
     load_grid_file,
     parse_grid,
     parse_seeds,
@@ -19,6 +21,7 @@ from keras_nalu.sweeps.runner import (
 
 __all__ = [
     "ReplicaRun",
+    "chunk_backup",
     "load_grid_file",
     "parse_grid",
     "parse_seeds",

@@ -50,9 +50,13 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import json
 import math
+import os
 import time
+import zipfile
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -69,6 +73,7 @@ from keras_nalu.experiment import ExperimentConfig
 from keras_nalu.models import build_model, get_preset
 
 _NON_ELEMENTWISE_OPTIONS = ("clipnorm", "global_clipnorm", "use_ema")
+_BACKUP_FORMAT = 1
 
 
 def execution_size(config: ExperimentConfig) -> int:
@@ -140,6 +145,11 @@ def _build(config: ExperimentConfig):
 def _read(variable) -> tf.Tensor:
     """The variable's current value as a tensor (a snapshot inside tf.function)."""
     return tf.identity(variable.value)
+
+
+def _partial(backup: Path) -> Path:
+    """The file a backup is written to before it is renamed over `backup`."""
+    return backup.with_name(f".{backup.name}.partial")
 
 
 def _replica_axis(mask, rank: int):
@@ -434,29 +444,49 @@ class ReplicaRun:
 
     # --- the loop -------------------------------------------------------------
 
-    def train(self, progress: bool | Callable[[int], None] = True) -> None:
+    def train(
+        self,
+        progress: bool | Callable[[int], None] = True,
+        backup: str | os.PathLike | None = None,
+        backup_every: float = 600.0,
+    ) -> None:
         """Trains every replica for the configuration's iterations.
 
         Evaluates at step 0 and every `eval_every` steps; a replica stops when
         it diverges, or (with `stop_on_success`) at its first solved
         evaluation; the loop ends when none is left or at the last step.
+        Called again, e.g. after `restore_backup`, it continues from `step`.
 
         Args:
             progress: True for a tqdm bar over the steps, False for none, or a
-                callable that receives the number of steps just done.
+                callable that receives the number of steps just done (a
+                restored run first reports the steps it starts from).
+            backup: a file that `save_backup` writes after an evaluation once
+                `backup_every` seconds have passed since the last one, so a
+                killed run loses at most that much training.
+            backup_every: seconds between two backups; 0 writes one after
+                every evaluation.
         """
+        if backup_every < 0:
+            raise ValueError(
+                f"train expects backup_every >= 0 seconds. "
+                f"Received: backup_every={backup_every!r}"
+            )
         bar = None
         if progress is True:
             from tqdm.auto import tqdm
 
             bar = tqdm(
                 total=self.total_steps,
+                initial=self.step,
                 desc=f"{self.config.model}-{self.config.operation} "
                 f"×{self.num_replicas} seeds",
                 unit="step",
                 dynamic_ncols=True,
             )
-        started = time.perf_counter()
+        elif callable(progress) and self.step:
+            progress(self.step)
+        started = last_backup = time.perf_counter()
         try:
             if self.step == 0 and not any(self._evaluations):
                 self._evaluate(0)
@@ -470,6 +500,11 @@ class ReplicaRun:
                 done, self.step = stop - self.step, stop
                 self._collect_divergence()
                 self._evaluate(self.step)
+                now = time.perf_counter()
+                if backup is not None and now - last_backup >= backup_every:
+                    self.wall_time += now - started
+                    started = last_backup = now
+                    self.save_backup(backup)
                 if bar is not None:
                     bar.update(done)
                     bar.set_postfix(running=int(self._active.sum()), refresh=False)
@@ -481,6 +516,105 @@ class ReplicaRun:
                 bar.close()
         for r in np.flatnonzero(self._active):
             self._iterations[r] = self.step
+
+    # --- backup and restore -----------------------------------------------------
+
+    def _identity(self) -> dict:
+        """What a backup must match: the configuration (minus seed) and seeds."""
+        config = {k: v for k, v in self.config.to_config().items() if k != "seed"}
+        return json.loads(json.dumps({"config": config, "seeds": self.seeds}))
+
+    def _state_variables(self) -> list:
+        return [
+            *self._weights,
+            *self.optimizer.variables,
+            self._active_flags,
+            self._diverged_at,
+        ]
+
+    def save_backup(self, path: str | os.PathLike) -> None:
+        """Writes the run's whole state at `step` to one `.npz` file.
+
+        The state is every replica's weights and optimizer variables (Adam's
+        moments and step count), which replicas are still running, and the
+        evaluations so far; the training batches need none, as batch b is a
+        function of b. The file is written beside `path` and renamed over it,
+        so it is always a complete backup. `restore_backup` reads it back.
+        """
+        path = Path(path)
+        state = {
+            "format": _BACKUP_FORMAT,
+            **self._identity(),
+            "step": self.step,
+            "wall_time": self.wall_time,
+            "evaluations": [
+                [dataclasses.astuple(e) for e in evaluations]
+                for evaluations in self._evaluations
+            ],
+            "iterations": self._iterations,
+            "loss_diverged": self._loss_diverged,
+            "active": self._active.tolist(),
+        }
+        arrays = {
+            f"variable_{i}": np.asarray(v.numpy())
+            for i, v in enumerate(self._state_variables())
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = _partial(path)
+        with open(partial, "wb") as file:
+            np.savez(file, state=np.array(json.dumps(state)), **arrays)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(partial, path)
+
+    def restore_backup(self, path: str | os.PathLike) -> bool:
+        """Continues from a `save_backup` file of this configuration and seeds.
+
+        Returns:
+            True if the file existed and the run now stands at its step;
+            False if there is no such file (the run is untouched).
+
+        Raises:
+            ValueError: the file is not a backup of this configuration and
+                these seeds (the run is untouched).
+        """
+        path = Path(path)
+        if not path.exists():
+            return False
+        variables = self._state_variables()
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                state = json.loads(str(data["state"])) if "state" in data else {}
+                arrays = [data.get(f"variable_{i}") for i in range(len(variables))]
+        except (OSError, ValueError, TypeError, AttributeError, zipfile.BadZipFile):
+            state, arrays = {}, []
+        if not isinstance(state, dict):
+            state = {}
+        if state.get("format") != _BACKUP_FORMAT or any(
+            state.get(key) != value for key, value in self._identity().items()
+        ):
+            raise ValueError(
+                f"{path} is not a backup of this run ({self.config.model}-"
+                f"{self.config.operation}, seeds {self.seeds}); delete it to start "
+                "afresh."
+            )
+        for variable, values in zip(variables, arrays):
+            if values is None or tuple(values.shape) != tuple(variable.shape):
+                raise ValueError(
+                    f"{path} does not hold this run's variables; delete it to "
+                    "start afresh."
+                )
+        for variable, values in zip(variables, arrays):
+            variable.assign(values)
+        self.step = int(state["step"])
+        self.wall_time = float(state["wall_time"])
+        self._evaluations = [
+            [Evaluation(*row) for row in rows] for rows in state["evaluations"]
+        ]
+        self._iterations = list(state["iterations"])
+        self._loss_diverged = list(state["loss_diverged"])
+        self._active = np.array(state["active"], dtype=bool)
+        return True
 
     # --- results --------------------------------------------------------------
 
@@ -551,6 +685,8 @@ def train_replicas(
     config: ExperimentConfig,
     seeds: Sequence[int],
     progress: bool | Callable[[int], None] = True,
+    backup: str | os.PathLike | None = None,
+    backup_every: float = 600.0,
 ) -> list[dict]:
     """Trains `config` once per seed, all seeds in one vectorized loop.
 
@@ -558,15 +694,27 @@ def train_replicas(
     for `dataclasses.replace(config, seed=s)`: same initialization, data
     stream, schedule, evaluations and verdict (see the module docstring).
 
+    With `backup`, the run saves its state to that file every `backup_every`
+    seconds, and a later call with the same file continues where the last
+    backup left it, with the same records as an uninterrupted run (as Keras'
+    `BackupAndRestore` does for `fit`). The file is deleted once training
+    ends.
+
     Args:
         config: the configuration (its `seed` is replaced by each of `seeds`).
         seeds: distinct integers >= 0.
         progress: True for a progress bar, False for none, or a callable
             receiving the number of steps done after each evaluation block.
+        backup: None, or the backup file (see `ReplicaRun.save_backup`).
+        backup_every: seconds between two backups; 0 after every evaluation.
 
     Returns:
         One record per seed, in the order of `seeds` (see
         `ReplicaRun.results`).
+
+    Raises:
+        ValueError: bad seeds, a preset that cannot be vectorized, or a
+            `backup` file of another configuration or other seeds.
 
     Example:
 
@@ -581,5 +729,10 @@ def train_replicas(
     Reference: Madsen & Johansen (2020), §4.1.1 and App. C.2.
     """
     run = ReplicaRun(config, seeds)
-    run.train(progress=progress)
+    if backup is not None:
+        run.restore_backup(backup)
+    run.train(progress=progress, backup=backup, backup_every=backup_every)
+    if backup is not None:
+        Path(backup).unlink(missing_ok=True)
+        _partial(Path(backup)).unlink(missing_ok=True)  # left by a kill mid-write
     return run.results()

@@ -7,10 +7,12 @@ replicas (`train_replicas`). When a chunk finishes, its rows (every config
 field plus the result record, one row per seed) are added to the results CSV
 by writing the whole table to a temporary file, syncing it and renaming it
 over the old one: the file on disk is always a complete table, so killing the
-sweep at any moment loses at most the chunks in flight and never leaves half
-a row or a duplicate. Running the same sweep again skips the (config, seed)
-pairs already in the file. A file that is not such a table stops the sweep
-with an error and is never written to.
+sweep at any moment never leaves half a row or a duplicate. Running the same
+sweep again skips the (config, seed) pairs already in the file. The chunk in
+training is backed up every 10 minutes (`backup_every`) to
+`<results>.backup/`, and the rerun continues it from there, so a kill loses at
+most those minutes, even of a chunk that takes hours. A file that is not such
+a table stops the sweep with an error and is never written to.
 
 Chunks run one after the other in this process, or as Ray tasks
 (`ray_address`); in both cases only this process writes the file.
@@ -34,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fcntl
+import functools
 import hashlib
 import itertools
 import json
@@ -443,17 +446,49 @@ def plan_chunks(
     return chunks
 
 
-def train_chunk(config: ExperimentConfig, seeds: Sequence[int], progress=False):
+def chunk_backup(results_path: str | os.PathLike, chunk: Chunk) -> Path:
+    """Where a sweep backs up a chunk in training: beside its results file.
+
+    `<results>.backup/<config id>-<first seed>-<seeds digest>.npz`, one file
+    per chunk, deleted when the chunk's rows are written.
+
+    Example:
+
+    >>> chunk = Chunk(ExperimentConfig(), (0, 1, 2))
+    >>> chunk_backup("results/sweep.csv", chunk).parent.name
+    'sweep.csv.backup'
+    """
+    path = Path(results_path)
+    digest = hashlib.sha256(",".join(map(str, chunk.seeds)).encode()).hexdigest()
+    name = f"{config_id(chunk.config)}-{chunk.seeds[0]}-{digest[:8]}.npz"
+    return path.with_name(path.name + ".backup") / name
+
+
+def train_chunk(
+    config: ExperimentConfig,
+    seeds: Sequence[int],
+    progress=False,
+    backup: str | os.PathLike | None = None,
+    backup_every: float = 600.0,
+):
     """The result rows of one chunk (runs in a Ray worker too).
 
-    A chunk is trained as vectorized replicas; a preset that cannot be
-    vectorized (see `vectorizable`) trains its seeds one after the other with
-    `run_experiment`, which gives the same rows with `replicas` = 1.
+    A chunk is trained as vectorized replicas, backed up to `backup` (if
+    given) every `backup_every` seconds and resumed from it; a preset that
+    cannot be vectorized (see `vectorizable`) trains its seeds one after the
+    other with `run_experiment`, which gives the same rows with `replicas` =
+    1 (and is not backed up).
     """
     from keras_nalu.sweeps.replicas import train_replicas, vectorizable
 
     if vectorizable(config):
-        records = train_replicas(config, list(seeds), progress=progress)
+        records = train_replicas(
+            config,
+            list(seeds),
+            progress=progress,
+            backup=backup,
+            backup_every=backup_every,
+        )
     else:
         records = _train_one_by_one(config, seeds, progress)
     return [record_row(record) for record in records]
@@ -478,7 +513,7 @@ def _train_one_by_one(config, seeds, progress) -> list[dict]:
     return records
 
 
-def _local_backend(chunks, on_rows, on_steps):
+def _local_backend(chunks, on_rows, on_steps, backup_of=None, backup_every=600.0):
     import tensorflow as tf
 
     # Every chunk traces its own training function; TF's retracing warning
@@ -487,12 +522,12 @@ def _local_backend(chunks, on_rows, on_steps):
     level = logger.level
     logger.setLevel("ERROR")
     try:
-        _train_chunks(chunks, on_rows, on_steps)
+        _train_chunks(chunks, on_rows, on_steps, backup_of, backup_every)
     finally:
         logger.setLevel(level)
 
 
-def _train_chunks(chunks, on_rows, on_steps):
+def _train_chunks(chunks, on_rows, on_steps, backup_of=None, backup_every=600.0):
     for chunk in chunks:
         reported = 0
 
@@ -502,7 +537,13 @@ def _train_chunks(chunks, on_rows, on_steps):
             reported += done
             on_steps(done)
 
-        rows = train_chunk(chunk.config, chunk.seeds, progress=progress)
+        rows = train_chunk(
+            chunk.config,
+            chunk.seeds,
+            progress=progress,
+            backup=None if backup_of is None else backup_of(chunk),
+            backup_every=backup_every,
+        )
         on_steps(max(chunk.steps - reported, 0))
         on_rows(rows)
 
@@ -556,6 +597,7 @@ def run_sweep(
     ray_address: str | None = None,
     progress: bool = True,
     on_chunk: Callable[[list[dict]], None] | None = None,
+    backup_every: float | None = 600.0,
 ) -> SweepOutcome:
     """Trains every (configuration, seed) of a grid that the results file lacks.
 
@@ -571,6 +613,10 @@ def run_sweep(
             is). Chunks become Ray tasks; this process writes the file.
         progress: one tqdm bar over all seed-steps of the sweep, with an ETA.
         on_chunk: called with the rows of each chunk once they are on disk.
+        backup_every: seconds between two backups of the chunk in training
+            (see `chunk_backup`); a rerun of a killed sweep continues that
+            chunk from its backup, with the rows an uninterrupted run gives.
+            None for no backups; Ray chunks are never backed up.
 
     Returns:
         A `SweepOutcome`; its `results` are this sweep's rows of the file.
@@ -595,6 +641,11 @@ def run_sweep(
     """
     configs = grid_configs(grid)
     seeds = parse_seeds(seeds)
+    if backup_every is not None and not backup_every >= 0:
+        raise ValueError(
+            "run_sweep expects backup_every to be None or >= 0 seconds. "
+            f"Received: backup_every={backup_every!r}"
+        )
     path = Path(results_path)
     path.parent.mkdir(parents=True, exist_ok=True)
     group_by = _group_keys(normalize_grid(grid))
@@ -633,12 +684,19 @@ def run_sweep(
 
         try:
             if chunks and ray_address is None:
-                _local_backend(chunks, on_rows, on_steps)
+                backup_of = None
+                if backup_every is not None:
+                    backup_of = functools.partial(chunk_backup, path)
+                _local_backend(
+                    chunks, on_rows, on_steps, backup_of, backup_every or 0.0
+                )
             elif chunks:
                 _ray_backend(chunks, on_rows, on_steps, ray_address)
         finally:
             if bar is not None:
                 bar.close()
+        with contextlib.suppress(OSError):  # only if no backup is left in it
+            path.with_name(path.name + ".backup").rmdir()
         table = state["table"]
     ids = {config_id(c) for c in configs}
     mine = table[

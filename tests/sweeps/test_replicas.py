@@ -1,6 +1,7 @@
 """Vectorized replicas: each replica is its own run, and faults stay in it."""
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -171,3 +172,106 @@ def test_replicas_train_with_the_configured_epsilon():
     assert ReplicaRun(config, [0, 1]).optimizer.epsilon == pytest.approx(1e-8)
     default = dataclasses.replace(config, epsilon=None)
     assert ReplicaRun(default, [0, 1]).optimizer.epsilon == pytest.approx(1e-7)
+
+
+class _Killed(Exception):
+    """Stands for the process being killed between two evaluations."""
+
+
+def _kill_after(steps):
+    done = 0
+
+    def progress(new):
+        nonlocal done
+        done += new
+        if done >= steps:
+            raise _Killed
+
+    return progress
+
+
+def _without_timing(records):
+    """The records minus wall time, as JSON (so that NaN equals NaN)."""
+    timing = ("wall_time", "iterations_per_second")
+    kept = [{k: v for k, v in r.items() if k not in timing} for r in records]
+    return json.dumps(kept, sort_keys=True)
+
+
+def test_a_killed_run_continues_from_its_backup_to_the_same_records(tmp_path):
+    # λ ramps across the kill, and replica 1 diverges before it: the backup
+    # must carry the optimizer's moments and step count, the stopped replica
+    # and the evaluations so far.
+    config = ExperimentConfig(
+        model="nmu",
+        operation="mul",
+        input_size=10,
+        iterations=600,
+        eval_every=100,
+        sparsity_start=200,
+        sparsity_end=500,
+    )
+    seeds = [0, 1, 2]
+    whole = _FaultyRun(config, seeds)
+    whole.train(progress=False)
+
+    backup = tmp_path / "run.npz"
+    killed = _FaultyRun(config, seeds)
+    with pytest.raises(_Killed):
+        killed.train(progress=_kill_after(400), backup=backup, backup_every=0)
+    resumed = _FaultyRun(config, seeds)
+    assert resumed.restore_backup(backup)
+    assert resumed.step == 400
+    reported = []
+    resumed.train(progress=reported.append, backup=backup, backup_every=0)
+    assert reported == [400, 100, 100]  # first the steps it starts from
+
+    assert resumed.results()[1]["diverged"]
+    assert _without_timing(resumed.results()) == _without_timing(whole.results())
+    for r in range(3):
+        for a, b in zip(resumed.weights(r), whole.weights(r)):
+            np.testing.assert_array_equal(a, b)
+        for a, b in zip(resumed.optimizer_state(r), whole.optimizer_state(r)):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_train_replicas_resumes_from_a_backup_and_then_deletes_it(tmp_path):
+    config = ExperimentConfig(
+        model="nau", input_size=10, iterations=300, eval_every=100
+    )
+    backup = tmp_path / "run.npz"
+    with pytest.raises(_Killed):
+        ReplicaRun(config, [3, 4]).train(
+            progress=_kill_after(100), backup=backup, backup_every=0
+        )
+    assert backup.exists()
+    reported = []
+    records = train_replicas(config, [3, 4], progress=reported.append, backup=backup)
+    assert reported[0] == 100
+    assert not backup.exists()
+    expected = train_replicas(config, [3, 4], progress=False)
+    assert _without_timing(records) == _without_timing(expected)
+
+
+def test_a_backup_of_another_run_is_refused(tmp_path):
+    config = ExperimentConfig(
+        model="nau", input_size=10, iterations=100, eval_every=100
+    )
+    backup = tmp_path / "run.npz"
+    ReplicaRun(config, [0, 1]).save_backup(backup)
+    content = backup.read_bytes()
+    others = [
+        ReplicaRun(config, [0, 2]),
+        ReplicaRun(dataclasses.replace(config, learning_rate=0.01), [0, 1]),
+    ]
+    for other in others:
+        with pytest.raises(ValueError, match="not a backup of this run"):
+            other.restore_backup(backup)
+        assert other.step == 0
+    garbage = tmp_path / "garbage.npz"
+    garbage.write_bytes(b"\x00 not a backup")
+    with pytest.raises(ValueError, match="not a backup of this run"):
+        ReplicaRun(config, [0, 1]).restore_backup(garbage)
+    assert backup.read_bytes() == content
+    assert not ReplicaRun(config, [0, 1]).restore_backup(tmp_path / "missing.npz")
+    with pytest.raises(ValueError, match="backup_every"):
+        ReplicaRun(config, [0, 1]).train(progress=False, backup=backup, backup_every=-1)

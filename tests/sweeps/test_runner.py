@@ -13,8 +13,10 @@ import pytest
 
 from keras_nalu import cli
 from keras_nalu.experiment import ExperimentConfig, run_experiment
+from keras_nalu.sweeps.replicas import ReplicaRun
 from keras_nalu.sweeps.runner import (
     RESULT_COLUMNS,
+    chunk_backup,
     config_id,
     grid_configs,
     parse_grid,
@@ -98,11 +100,11 @@ def test_chunks_are_cut_before_finished_pairs_are_removed():
     assert [chunk.seeds for chunk in chunks] == [(0,), (3,), (4,)]
 
 
-def _sweep_process(results):
+def _sweep_process(results, grid=GRID, options=("--seeds", SEEDS, "--chunk-size", "1")):
     command = [sys.executable, "-m", "keras_nalu", "sweep", "--quiet"]
-    for item in GRID:
+    for item in grid:
         command += ["--grid", item]
-    command += ["--seeds", SEEDS, "--chunk-size", "1", "--results", str(results)]
+    command += [*options, "--results", str(results)]
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     return subprocess.Popen(
         command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
@@ -149,6 +151,77 @@ def test_an_interrupted_sweep_resumes_to_the_same_rows(tmp_path):
     table = load_results(interrupted)  # readable by the summaries
     assert table["success"].dtype == bool
     assert set(table["model"]) == {"nau", "nmu"}
+
+
+def test_a_sweep_killed_inside_a_chunk_continues_it_from_its_backup(
+    tmp_path, monkeypatch
+):
+    grid = ["model=nmu", "operation=mul", "input_size=10", "iterations=4000"]
+    grid += ["eval_every=100"]
+    killed = tmp_path / "killed.csv"
+    backups = tmp_path / "killed.csv.backup"
+    options = ("--seeds", "0-1", "--chunk-size", "2", "--backup-every", "0")
+    process = _sweep_process(killed, grid, options)
+    try:
+        deadline = time.monotonic() + 120
+        while not list(backups.glob("*.npz")) and process.poll() is None:
+            assert time.monotonic() < deadline, "no backup written in 120 s"
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert _rows(killed) == 0, "the sweep must be killed inside its only chunk"
+    (backup,) = backups.glob("*.npz")
+    config = grid_configs(parse_grid(grid))[0]
+    assert backup == chunk_backup(killed, plan_chunks([config], [0, 1], 2)[0])
+
+    restored_at = []
+    restore = ReplicaRun.restore_backup
+
+    def spy(run, path):
+        found = restore(run, path)
+        restored_at.append(run.step if found else None)
+        return found
+
+    monkeypatch.setattr(ReplicaRun, "restore_backup", spy)
+    resumed = run_sweep(parse_grid(grid), "0-1", killed, 2, progress=False)
+    assert resumed.new_rows == 2
+    assert restored_at and restored_at[0] >= 100  # continued, not restarted
+    assert not backups.exists()  # deleted once the rows are written
+    reference = run_sweep(
+        parse_grid(grid),
+        "0-1",
+        tmp_path / "reference.csv",
+        2,
+        progress=False,
+        backup_every=None,
+    )
+    assert restored_at[1:] == [] and not (tmp_path / "reference.csv.backup").exists()
+    pd.testing.assert_frame_equal(
+        _sorted(read_results(killed)).drop(columns=TIMING),
+        _sorted(read_results(reference.path)).drop(columns=TIMING),
+    )
+
+
+def test_the_backup_interval_reaches_the_sweep(tmp_path, monkeypatch):
+    import keras_nalu.sweeps.runner as runner
+
+    with pytest.raises(ValueError, match="backup_every"):
+        run_sweep({"input_size": [10]}, "0", tmp_path / "r.csv", backup_every=-1)
+    seen = []
+
+    def fake_sweep(grid, seeds, results, **options):
+        seen.append(options["backup_every"])
+        raise SystemExit(0)
+
+    monkeypatch.setattr(runner, "run_sweep", fake_sweep)
+    argv = ["sweep", "--quiet", "--results", str(tmp_path / "r.csv")]
+    for extra in ([], ["--backup-every", "30"], ["--no-backup"]):
+        with pytest.raises(SystemExit):
+            cli.main([*argv, *extra])
+    assert seen == [600.0, 30.0, None]
 
 
 @pytest.mark.parametrize(
