@@ -171,7 +171,9 @@ class ReplicaRun:
     Build it, call `train()`, then read `results()` (one `run_experiment`-style
     record per seed) or `model_for(r)` (a Keras model holding replica r's
     weights). `training_batch(step)` makes the stacked batch of a step and may
-    be overridden, e.g. to inject a fault into one replica.
+    be overridden, e.g. to inject a fault into one replica. `train(backup=…)`
+    saves the whole state now and then (`save_backup`), and a new run of the
+    same configuration and seeds continues from it (`restore_backup`).
 
     Args:
         config: the configuration; its `seed` is ignored (see `seeds`).

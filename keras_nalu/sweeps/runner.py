@@ -450,7 +450,7 @@ def chunk_backup(results_path: str | os.PathLike, chunk: Chunk) -> Path:
     """Where a sweep backs up a chunk in training: beside its results file.
 
     `<results>.backup/<config id>-<first seed>-<seeds digest>.npz`, one file
-    per chunk, deleted when the chunk's rows are written.
+    per chunk, deleted once the chunk has finished training.
 
     Example:
 

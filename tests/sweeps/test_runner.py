@@ -189,7 +189,7 @@ def test_a_sweep_killed_inside_a_chunk_continues_it_from_its_backup(
     resumed = run_sweep(parse_grid(grid), "0-1", killed, 2, progress=False)
     assert resumed.new_rows == 2
     assert restored_at and restored_at[0] >= 100  # continued, not restarted
-    assert not backups.exists()  # deleted once the rows are written
+    assert not backups.exists()  # deleted once the chunk is trained
     reference = run_sweep(
         parse_grid(grid),
         "0-1",
