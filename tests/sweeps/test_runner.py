@@ -111,6 +111,20 @@ def _sweep_process(results, grid=GRID, options=("--seeds", SEEDS, "--chunk-size"
     )
 
 
+def _kill_once(process, ready, failure, timeout=120):
+    """SIGKILLs `process` as soon as `ready()` is truthy (or it has exited)."""
+    try:
+        deadline = time.monotonic() + timeout
+        while not ready() and process.poll() is None:
+            assert time.monotonic() < deadline, f"{failure} in {timeout} s"
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
 def _rows(path):
     try:
         return len(pd.read_csv(path))
@@ -120,17 +134,9 @@ def _rows(path):
 
 def test_an_interrupted_sweep_resumes_to_the_same_rows(tmp_path):
     interrupted = tmp_path / "interrupted.csv"
-    process = _sweep_process(interrupted)
-    try:
-        deadline = time.monotonic() + 120
-        while _rows(interrupted) == 0 and process.poll() is None:
-            assert time.monotonic() < deadline, "no chunk finished in 120 s"
-            time.sleep(0.05)
-        process.send_signal(signal.SIGKILL)
-        process.wait(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
+    _kill_once(
+        _sweep_process(interrupted), lambda: _rows(interrupted), "no chunk finished"
+    )
     finished_before_kill = _rows(interrupted)
     assert 0 < finished_before_kill < 6, "the sweep must be cut after a chunk"
 
@@ -161,17 +167,11 @@ def test_a_sweep_killed_inside_a_chunk_continues_it_from_its_backup(
     killed = tmp_path / "killed.csv"
     backups = tmp_path / "killed.csv.backup"
     options = ("--seeds", "0-1", "--chunk-size", "2", "--backup-every", "0")
-    process = _sweep_process(killed, grid, options)
-    try:
-        deadline = time.monotonic() + 120
-        while not list(backups.glob("*.npz")) and process.poll() is None:
-            assert time.monotonic() < deadline, "no backup written in 120 s"
-            time.sleep(0.05)
-        process.send_signal(signal.SIGKILL)
-        process.wait(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
+    _kill_once(
+        _sweep_process(killed, grid, options),
+        lambda: list(backups.glob("*.npz")),
+        "no backup written",
+    )
     assert _rows(killed) == 0, "the sweep must be killed inside its only chunk"
     (backup,) = backups.glob("*.npz")
     config = grid_configs(parse_grid(grid))[0]
