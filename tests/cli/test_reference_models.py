@@ -35,7 +35,13 @@ def test_reference_model_serves_and_solves(name, tmp_path):
     mse = float(np.mean((served.astype(np.float64) - t) ** 2))
     # Served by TensorFlow alone, the model is still below the ε-threshold.
     assert mse < entry["result"]["threshold"]
-    assert mse == pytest.approx(entry["result"]["final_extrapolation_mse"], rel=0.05)
+    # An exact model's MSE is float32 rounding of outputs of size rms(t), and
+    # rounding depends on the CPU's kernels: an AVX2-only machine served
+    # reference-nau-add at 0.44 × `rounding` below the MSE recorded in training.
+    rms = np.sqrt(np.mean(np.square(t, dtype=np.float64)))
+    rounding = (np.finfo(np.float32).eps * rms) ** 2
+    recorded = entry["result"]["final_extrapolation_mse"]
+    assert mse == pytest.approx(recorded, rel=0.05, abs=2 * rounding)
     shown = saved_model_cli_show(version_dir)
     assert "serving_default" in shown
     assert f"(-1, {task.input_size})" in shown

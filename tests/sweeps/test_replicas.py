@@ -76,7 +76,15 @@ def test_each_replica_equals_its_single_run(
         weights, single = singles[seed]
         record = records[r]
         for replica_weight, single_weight in zip(run.weights(r), weights):
-            np.testing.assert_allclose(replica_weight, single_weight, atol=1e-4)
+            # The replicas sum in another order than the single run, and CPUs
+            # with other vector units in yet another. Where the sparsity pull
+            # holds a weight at 0 its gradient is rounding noise, and Adam
+            # still steps it by about the learning rate, so the two jitter
+            # within a step of 0: seen up to 0.54 × learning rate on an
+            # AVX2-only machine.
+            np.testing.assert_allclose(
+                replica_weight, single_weight, atol=2 * learning_rate
+            )
         for key in RECORD_KEYS:
             assert record[key] == single[key], (seed, key)
         for key in ("interpolation_mse", "extrapolation_mse", "sparsity_error"):
