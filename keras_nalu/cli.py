@@ -191,6 +191,41 @@ def _sweep(args) -> int:
     return 0
 
 
+def _progress(args) -> int:
+    import pandas as pd
+
+    from keras_nalu.sweeps.replicas import read_backup
+
+    target = Path(args.results)
+    if target.suffix == ".npz":
+        files = [target]
+    else:
+        folder = target.with_name(target.name + ".backup")
+        files = sorted(folder.glob("*.npz"))
+        if not files:
+            raise FileNotFoundError(
+                f"no chunk of {target} is in training: {folder}/ holds no backup "
+                "(a sweep writes one every --backup-every seconds)."
+            )
+    columns = ["seed", "success", "solved_at", "best_step", "interpolation_mse"]
+    columns += ["extrapolation_mse", "sparsity_error", "diverged"]
+    for path in files:
+        records = read_backup(path)
+        first = records[0]
+        solved = sum(bool(r["success"]) for r in records)
+        print(
+            f"{path.name}: {first['model']} {first['operation']}, "
+            f"step {first['step']:,} of {first['iterations']:,}: {solved} of "
+            f"{len(records)} seeds solved so far (threshold {first['threshold']:.3g})"
+        )
+        if not args.brief:
+            table = pd.DataFrame(records, columns=columns)
+            for column in ("solved_at", "best_step"):
+                table[column] = table[column].astype("Int64")
+            print(table.to_string(index=False, float_format="{:.3g}".format))
+    return 0
+
+
 def _seed_list(text: str) -> list[int]:
     seeds: list[int] = []
     try:
@@ -364,6 +399,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sweep.add_argument("--no-backup", action="store_true", help="never back up a chunk")
     sweep.set_defaults(handler=_sweep)
+
+    progress = commands.add_parser(
+        "progress",
+        help="how far the chunks of a running (or killed) sweep have got",
+        description="Read the backups a sweep writes beside RESULTS (in "
+        "RESULTS.backup/) and print each chunk's step and each seed's verdict "
+        "so far, without disturbing the sweep.",
+    )
+    progress.add_argument("results", help="a sweep's results CSV, or one backup .npz")
+    progress.add_argument("--brief", action="store_true", help="one line per chunk")
+    progress.set_defaults(handler=_progress)
 
     from keras_nalu.mnist import MnistConfig
 

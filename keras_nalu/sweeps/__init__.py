@@ -5,11 +5,11 @@
 - `runner`: `run_sweep(grid, seeds, results_path)` trains a grid of
   configurations × seeds chunk by chunk into a resumable results CSV, here or on
   Ray (`keras-nalu sweep`), backing up the chunk in training (`chunk_backup`) so
-  that a killed sweep continues it;
+  that a killed sweep continues it, and `read_backup` shows how far it got;
 - `summary`, `plots`: seed 001's Table 2 and Fig. 3 from a results file.
 """
 
-from keras_nalu.sweeps.replicas import ReplicaRun, train_replicas
+from keras_nalu.sweeps.replicas import ReplicaRun, read_backup, train_replicas
 from keras_nalu.sweeps.runner import (
     chunk_backup,
     load_grid_file,
@@ -25,6 +25,7 @@ __all__ = [
     "load_grid_file",
     "parse_grid",
     "parse_seeds",
+    "read_backup",
     "read_results",
     "run_sweep",
     "train_replicas",

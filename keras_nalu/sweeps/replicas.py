@@ -683,6 +683,82 @@ class ReplicaRun:
         return model
 
 
+def read_backup(path: str | os.PathLike) -> list[dict]:
+    """Each seed's verdict so far, read from a chunk's backup file.
+
+    A long sweep chunk (hours at 5·10⁶ steps) writes `save_backup` files as
+    it trains; this reads one without building the model or touching the
+    run, so it can look at a chunk that is still training. The verdict is
+    `summarize_evaluations` over the evaluations up to the backup's step,
+    the same rule that judges the finished run. It is the verdict the run
+    would give if it stopped at the backup's step; a later step with a lower
+    interpolation MSE can still change it either way.
+
+    Args:
+        path: a `.npz` file written by `ReplicaRun.save_backup`, e.g. one
+            in a sweep's `<results>.backup/` folder.
+
+    Returns:
+        One dict per seed: `model`, `operation`, `seed`, `step` (where the
+        backup stands), `iterations` (the run's total), the verdict fields
+        of `summarize_evaluations` and `threshold`.
+
+    Raises:
+        ValueError: the file is not a readable backup.
+
+    Example:
+
+    >>> config = ExperimentConfig(model="nau", input_size=10, iterations=200,
+    ...                           eval_every=100)
+    >>> run = ReplicaRun(config, seeds=[0, 1])
+    >>> run.train(progress=False)
+    >>> run.save_backup("chunk.npz")  # a sweep writes these as it trains
+    >>> [(r["seed"], r["step"], r["iterations"]) for r in read_backup("chunk.npz")]
+    [(0, 200, 200), (1, 200, 200)]
+
+    On the command line, `keras-nalu progress RESULTS` prints this for every
+    chunk of a sweep that is in training.
+    """
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            state = json.loads(str(data["state"]))
+        config = ExperimentConfig(**state["config"])
+        seeds = [int(seed) for seed in state["seeds"]]
+        step = int(state["step"])
+        histories = state["evaluations"]
+        diverged = state["loss_diverged"]
+    except (OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile) as error:
+        raise ValueError(
+            f"{path} is not a readable sweep backup ({type(error).__name__}: "
+            f"{error})."
+        ) from None
+    if state.get("format") != _BACKUP_FORMAT:
+        raise ValueError(
+            f"{path} has backup format {state.get('format')!r}; this version "
+            f"reads format {_BACKUP_FORMAT}."
+        )
+    records = []
+    for seed, history, loss_diverged in zip(seeds, histories, diverged):
+        seeded = dataclasses.replace(config, seed=seed)
+        threshold = success_threshold(seeded.task())
+        verdict = summarize_evaluations([Evaluation(*e) for e in history], threshold)
+        if loss_diverged:
+            verdict["diverged"], verdict["success"] = True, False
+        records.append(
+            {
+                "model": config.model,
+                "operation": config.operation,
+                "seed": seed,
+                "step": step,
+                "iterations": total_steps(config),
+                **verdict,
+                "threshold": threshold,
+            }
+        )
+    return records
+
+
 def train_replicas(
     config: ExperimentConfig,
     seeds: Sequence[int],

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from keras_nalu import cli
 from keras_nalu.experiment import ExperimentConfig, run_experiment
-from keras_nalu.sweeps.replicas import ReplicaRun, train_replicas
+from keras_nalu.sweeps.replicas import ReplicaRun, read_backup, train_replicas
 
 RECORD_KEYS = ("success", "solved_at", "best_step", "diverged", "iterations")
 
@@ -283,3 +284,54 @@ def test_a_backup_of_another_run_is_refused(tmp_path):
     assert not ReplicaRun(config, [0, 1]).restore_backup(tmp_path / "missing.npz")
     with pytest.raises(ValueError, match="backup_every"):
         ReplicaRun(config, [0, 1]).train(progress=False, backup=backup, backup_every=-1)
+
+
+def test_read_backup_gives_the_verdicts_of_the_run_at_its_step(tmp_path, capsys):
+    """`read_backup` and `keras-nalu progress` look into a chunk in training.
+
+    Replica 1 diverges before the kill; the others are judged on the
+    evaluations up to the backup's step, as the restored run judges them.
+    """
+    config = ExperimentConfig(
+        model="nmu", operation="mul", input_size=10, iterations=600, eval_every=100
+    )
+    results = tmp_path / "sweep.csv"
+    backup = tmp_path / "sweep.csv.backup" / "chunk.npz"
+    with pytest.raises(_Killed):
+        _FaultyRun(config, [0, 1, 2]).train(
+            progress=_kill_after(400), backup=backup, backup_every=0
+        )
+    restored = _FaultyRun(config, [0, 1, 2])
+    assert restored.restore_backup(backup)
+    records = read_backup(backup)
+    assert [r["seed"] for r in records] == [0, 1, 2]
+    assert {(r["step"], r["iterations"]) for r in records} == {(400, 600)}
+    fields = ["success", "solved_at", "best_step", "interpolation_mse"]
+    fields += ["extrapolation_mse", "sparsity_error", "diverged", "threshold"]
+    expected = [{k: r[k] for k in fields} for r in restored.results()]
+    assert json.dumps([{k: r[k] for k in fields} for r in records]) == json.dumps(
+        expected
+    )
+    assert records[1]["diverged"] and not records[1]["success"]
+
+    assert cli.main(["progress", str(results)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    solved = sum(r["success"] for r in records)
+    assert out[0] == (
+        f"chunk.npz: nmu mul, step 400 of 600: {solved} of 3 seeds solved so far "
+        f"(threshold {records[0]['threshold']:.3g})"
+    )
+    assert out[1].split()[:3] == ["seed", "success", "solved_at"]
+    assert [line.split()[0] for line in out[2:]] == ["0", "1", "2"]
+    assert cli.main(["progress", str(backup), "--brief"]) == 0
+    assert capsys.readouterr().out.splitlines() == out[:1]
+
+
+def test_progress_without_a_backup_or_with_a_broken_one_is_one_line(tmp_path, capsys):
+    assert cli.main(["progress", str(tmp_path / "sweep.csv")]) == 2
+    assert "holds no backup" in capsys.readouterr().err
+    broken = tmp_path / "sweep.csv.backup" / "chunk.npz"
+    broken.parent.mkdir()
+    broken.write_bytes(b"not a zip")
+    assert cli.main(["progress", str(tmp_path / "sweep.csv")]) == 2
+    assert "is not a readable sweep backup" in capsys.readouterr().err
