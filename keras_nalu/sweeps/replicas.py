@@ -629,10 +629,9 @@ class ReplicaRun:
         """
         records = []
         for r, config in enumerate(self.configs):
-            verdict = summarize_evaluations(self._evaluations[r], self.threshold)
-            if self._loss_diverged[r]:
-                verdict["diverged"] = True
-                verdict["success"] = False
+            verdict = _verdict(
+                self._evaluations[r], self.threshold, self._loss_diverged[r]
+            )
             iterations = self._iterations[r]
             if iterations is None:
                 iterations = self.step
@@ -681,6 +680,14 @@ class ReplicaRun:
         for variable, values in zip(model.trainable_variables, self.weights(r)):
             variable.assign(values)
         return model
+
+
+def _verdict(evaluations, threshold: float, loss_diverged: bool) -> dict:
+    """`summarize_evaluations`, with a replica stopped for a NaN loss failed."""
+    verdict = summarize_evaluations(evaluations, threshold)
+    if loss_diverged:
+        verdict["diverged"], verdict["success"] = True, False
+    return verdict
 
 
 def read_backup(path: str | os.PathLike) -> list[dict]:
@@ -738,13 +745,11 @@ def read_backup(path: str | os.PathLike) -> list[dict]:
             f"{path} has backup format {state.get('format')!r}; this version "
             f"reads format {_BACKUP_FORMAT}."
         )
+    threshold = success_threshold(config.task())  # the same for every seed
     records = []
     for seed, history, loss_diverged in zip(seeds, histories, diverged):
-        seeded = dataclasses.replace(config, seed=seed)
-        threshold = success_threshold(seeded.task())
-        verdict = summarize_evaluations([Evaluation(*e) for e in history], threshold)
-        if loss_diverged:
-            verdict["diverged"], verdict["success"] = True, False
+        evaluations = [Evaluation(*e) for e in history]
+        verdict = _verdict(evaluations, threshold, loss_diverged)
         records.append(
             {
                 "model": config.model,
