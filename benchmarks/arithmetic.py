@@ -1,4 +1,5 @@
-"""Issue-3 benchmark: the NAU and NMU presets over seeds, beside seed 001.
+"""Issue-3 benchmark: the NAU and NMU presets over seeds, beside Madsen & Johansen
+(2020).
 
     python benchmarks/arithmetic.py                 # everything below
     python benchmarks/arithmetic.py --only nmu      # one part
@@ -13,7 +14,7 @@ Runs, one seed at a time with `run_experiment` (the `keras-nalu train` path):
 
 Each finished run appends a row to `<out>/results.csv` (written atomically);
 a rerun skips finished (part, seed) pairs. At the end the table (success rate
-with a Wilson interval, median solved-at) is printed beside seed 001's
+with a Wilson interval, median solved-at) is printed beside Madsen & Johansen's (2020)
 Table 2 and written to `<out>/summary.md`.
 """
 

@@ -1,4 +1,5 @@
-"""Seed 001's Figure 3 on ×: success against hidden size and input range.
+"""Madsen & Johansen's (2020) Figure 3 on ×: success against hidden size and input
+range.
 
     python benchmarks/fig3.py hidden_size        # every model, hidden size 2–10
     python benchmarks/fig3.py range              # every model, the seven ranges
@@ -45,7 +46,7 @@ from keras_nalu.sweeps.summary import load_results, summarize  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "fig3"
 MODELS = "nmu,nac_mul_nmu,nac_mul_sigma,nac_mul,nalu"
-# seed 001 Fig. 3 and Appendix C.4 (SPEC §3): interpolation > extrapolation
+# Madsen & Johansen (2020), Fig. 3 and Appendix C.4: interpolation > extrapolation
 RANGES = (
     "U[-2,-1]>U[-6,-2];U[-2,2]>U[-6,-2] ∪ U[2,6];U[0,1]>U[1,5];"
     "U[0.1,0.2]>U[0.2,2];U[1.1,1.2]>U[1.2,6];U[1,2]>U[2,6];U[10,20]>U[20,40]"

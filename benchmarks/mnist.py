@@ -2,8 +2,8 @@
 
 Not a test. Trains, for each task, the exact-unit baseline over a few seeds
 (only the CNN learns; its per-length MSEs set the one-sided 99 % t-bound,
-seed 001 App. D.1) and the arithmetic unit over a few seeds with the same
-CNN, iterations and data, then reports per length each unit seed's test MSE
+Madsen & Johansen (2020), App. D.1) and the arithmetic unit over a few seeds with the
+same CNN, iterations and data, then reports per length each unit seed's test MSE
 against the bound, the success rate, and how tight the bound is (bound /
 baseline mean MSE):
 
@@ -22,7 +22,7 @@ Usage::
     python benchmarks/mnist.py --plot-only   # redraw the PNGs from the JSON
 
 Writes the JSON and, per task, `mnist-<task>.png`: the success rate against
-the test length with Wilson 95 % intervals (seed 001 Fig. 4 / Fig. 13).
+the test length with Wilson 95 % intervals (Madsen & Johansen 2020, Fig. 4 / Fig. 13).
 """
 
 import argparse

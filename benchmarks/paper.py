@@ -1,4 +1,4 @@
-"""Seed 001's published numbers, to print beside ours (facts, not code).
+"""Madsen & Johansen's (2020) published numbers, to print beside ours (facts, not code).
 
 Madsen & Johansen, "Neural Arithmetic Units", ICLR 2020: Table 2 (100 seeds,
 5·10⁶ iterations, default arithmetic task) and Table 6 where Table 2 has no

@@ -1,6 +1,6 @@
 """Seed-iterations per second: one seed with model.fit vs vectorized replicas.
 
-Measures, on seed 001's default model (NAU → NMU, 100 inputs, batch 128,
+Measures, on Madsen & Johansen's (2020) default model (NAU → NMU, 100 inputs, batch 128,
 evaluation every 1,000 steps as in the protocol):
 
 (a) one seed through `run_experiment` with `steps_per_execution=1` (plain

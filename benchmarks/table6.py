@@ -1,4 +1,5 @@
-"""Seed 001's Table 6 ordering on ×, + and − for every preset, 20 seeds each.
+"""Madsen & Johansen's (2020) Table 6 ordering on ×, + and − for every preset, 20 seeds
+each.
 
     python benchmarks/table6.py                  # the rows below, 20 seeds
     python benchmarks/table6.py --summarize      # only print the table
@@ -9,8 +10,8 @@ Table 4 settings, `--iterations` steps, vectorized replicas through
 `run_sweep`; the iNALU, whose callbacks act on one model at a time, trains
 seed by seed). The rows Table 2 already ran at 100 seeds are not trained
 again: `benchmarks/results/table2/results.csv` joins the table, so every
-(model, operation) of seed 001's Table 6 appears once, with its own seed count
-and budget in the `n` and `max_iterations` columns.
+(model, operation) of Madsen & Johansen's (2020) Table 6 appears once, with its own
+seed count and budget in the `n` and `max_iterations` columns.
 
 Writes `benchmarks/results/table6/results.csv` and `summary.md`.
 """
@@ -26,7 +27,8 @@ from table2 import parser, run_table  # noqa: E402
 OUT = Path(__file__).resolve().parent / "results" / "table6"
 ROWS = ",".join(
     [
-        # seed 001 Table 6's presets on + and −, where Table 2 has no row
+        # the presets of Madsen & Johansen's (2020) Table 6 on + and −, where Table 2
+        # has no row
         "nac:add,nac:sub,nac_mul:add,nac_mul:sub",
         "nac_mul_sigma:add,nac_mul_sigma:sub,nac_mul_nmu:add,nac_mul_nmu:sub",
         "gated_nau_nmu:add,gated_nau_nmu:sub,nmu:add,nmu:sub",

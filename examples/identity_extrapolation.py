@@ -1,8 +1,8 @@
 """Identity extrapolation: MLP autoencoders fail outside their training range.
 
-Seed 002 §1.1, Fig. 1 and App. A Table 5 (also seed 003 §2). An autoencoder
-maps a scalar through 3 hidden layers of 8 units back to itself. Every model
-is identical except for the non-linearity of the hidden layers; each is
+Trask et al. (2018), §1.1, Fig. 1 and App. A Table 5 (also a NALU course report, §2).
+An autoencoder maps a scalar through 3 hidden layers of 8 units back to itself. Every
+model is identical except for the non-linearity of the hidden layers; each is
 trained on U[-5, 5] and tested on [-20, 20] (Fig. 1) and on the integers
 -1000…1000 (Table 5, where 500 is the error of always predicting 0). The
 paper trains 100 models per non-linearity for 10,000 iterations at learning

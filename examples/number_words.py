@@ -1,6 +1,6 @@
 """Number-word translation: "five hundred and fifteen" → 515 with an LSTM + head.
 
-Seed 002 §4.3, Table 3, Fig. 3 and App. D. The numbers 0–999 are written as
+Trask et al. (2018), §4.3, Table 3, Fig. 3 and App. D. The numbers 0–999 are written as
 English words (`keras_nalu.tasks.number_words`) and split into 169 training
 numbers (0–19 plus a sample that contains every token), 200 validation and
 631 test numbers. A model embeds the tokens, encodes them with one LSTM and
@@ -9,12 +9,12 @@ maps the LSTM's output at every step to a number with a head: a linear layer
 the head's output at the last token; the outputs at earlier tokens are the
 model's intermediate estimates (Fig. 3), never supervised.
 
-Seed 002 trains each model for 300,000 full-batch Adam steps and keeps the
+Trask et al. (2018) trains each model for 300,000 full-batch Adam steps and keeps the
 best of layer sizes {16, 32}, learning rates {0.01, 0.001} and 10
 initializations by validation loss. We train `--seeds` initializations
 (default 3) of each head with 32 LSTM units, 32-dimensional embeddings and
 learning rate 0.01 for `--steps` full-batch steps (default 5,000) on the
-squared error, and keep the one with the lowest validation MAE. Seed 002's
+squared error, and keep the one with the lowest validation MAE. Trask et al.'s (2018)
 LSTM row (Table 3) sums the LSTM's states; ours reads the final step, so its
 paper numbers are Table 11's "final state" row.
 
@@ -42,7 +42,8 @@ PAPER = {
     "NAC": (80.0, 114.1, 114.3),
     "NALU": (0.12, 0.39, 0.41),
 }
-"""Seed 002's (train, validation, test) MAE: Table 3 (NAC, NALU), Table 11."""
+"""Trask et al.'s (2018) (train, validation, test) MAE: Table 3 (NAC, NALU), Table
+11."""
 
 QUERIES = (
     "three hundred and thirty four",
@@ -210,11 +211,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
     title = (
         f"Number-word translation: MAE of the best of {args.seeds} init(s) per "
         f"head by validation MAE, {args.steps} full-batch Adam steps (paper: "
-        "seed 002 Table 3; LSTM row: Table 11 final state)"
+        "Trask et al. (2018), Table 3; LSTM row: Table 11 final state)"
     )
     _common.print_table(title, rows, list(rows[0]))
     _common.print_table(
-        "Intermediate predictions after each token (seed 002 Fig. 3: NALU "
+        "Intermediate predictions after each token (Trask et al. 2018, Fig. 3: NALU "
         "'seven hundred and two' → 6.98, 699.9, 701.3, 702.2)",
         intermediate,
         list(intermediate[0]),

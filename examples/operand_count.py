@@ -1,13 +1,13 @@
 """Operand count: NAC and NAU add and subtract 1 to 10 operands.
 
-Seed 003 §3.1-3.2: one NAC learns x₁ + … + xₙ and x₁ − x₂ − … − xₙ for
+A NALU course report, §3.1-3.2: one NAC learns x₁ + … + xₙ and x₁ − x₂ − … − xₙ for
 n = 1…10 operands, trained on (20, 40), validated on (20, 40) and tested on
 (0, 60), and reaches 100 % test accuracy for every n. The report does not say
 what counts as accurate; we draw integer operands (training: 20…40, test:
 0…60) and call a prediction accurate when it rounds to the integer target,
-|y − t| < 0.5. We also report the test MSE and seed 001's success criterion
-(SPEC §4): the MSE is below that of the nearly exact weights W^ε = (1 − ε)·W*,
-ε = 10⁻⁵, which is ε²·mean(t²) here.
+|y − t| < 0.5. We also report the test MSE and Madsen & Johansen's (2020) success
+criterion (Madsen & Johansen 2020, §4.1.1): the MSE is below that of the nearly exact
+weights W^ε = (1 − ε)·W*, ε = 10⁻⁵, which is ε²·mean(t²) here.
 
 Every model is a single unit with one output, `NAC(1)` or `NAU(1)` on the n
 operands (NAU with its default sparsity regularizer and schedule), trained
@@ -44,7 +44,7 @@ LEARNING_RATE = 0.05
 BATCH_SIZE = 128
 TEST_SIZE = 10_000
 PAPER_ACCURACY = {"add": 100.0, "sub": 100.0}
-"""Seed 003's NAC test accuracy (%), the same for every n it reports."""
+"""The NALU course report's NAC test accuracy (%), the same for every n it reports."""
 
 
 class ColumnwiseInitializer(keras.initializers.Initializer):
@@ -199,7 +199,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         f"to the target, mean over {args.seeds} seeds), median test MSE and "
         f"seeds solved (MSE < W^ε's), after {args.steps} Adam steps on integers "
         f"{TRAIN_RANGE[0]}…{TRAIN_RANGE[1]}, tested on {TEST_RANGE[0]}…"
-        f"{TEST_RANGE[1]} (seed 003: NAC 100 % for every n)"
+        f"{TEST_RANGE[1]} (a NALU course report: NAC 100 % for every n)"
     )
     _common.print_table(title, rows, list(rows[0]))
     path = _common.save_figure(plot(results, args.seeds), out, "operand_count.png")

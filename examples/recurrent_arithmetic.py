@@ -1,28 +1,28 @@
 """Recurrent arithmetic: sums over a sequence, trained on 10 steps, tested on 1000.
 
-Seed 002 App. B, Tables 8 and 9. Each step x_t holds 10 values; a and b sum
+Trask et al. (2018), App. B, Tables 8 and 9. Each step x_t holds 10 values; a and b sum
 two overlapping subsets of every step, and the target is a + b, a − b or
 a × b at the end of the sequence (`keras_nalu.tasks.RecurrentArithmeticTask`:
 training and interpolation sequences of 10 steps from U[1, 2], extrapolation
-sequences of 1000 steps from U[2, 6]). Scores are seed 002's: 100 × MSE of
+sequences of 1000 steps from U[2, 6]). Scores are Trask et al.'s (2018): 100 × MSE of
 the model / MSE of a randomly initialized LSTM model on the same data, so
 100 is random and 0 is perfect.
 
-Models (hidden size 2 as in seed 002, then one output unit):
+Models (hidden size 2 as in Trask et al. (2018), then one output unit):
 
 - LSTM: `keras.layers.LSTM(2)` → `Dense(1)`; GRU likewise.
 - NAC: `RNN(ArithmeticCell(NAC(2)))` → `NAC(1)`.
-- NALU: `RNN(ArithmeticCell(NALU(2)))` → `NALU(1)` (seed 002 stacks two).
+- NALU: `RNN(ArithmeticCell(NALU(2)))` → `NALU(1)` (Trask et al. 2018 stacks two).
 - NAU: `RNN(ArithmeticCell(NAU(2)))` → `NAU(1)` for + and −, → `NMU(1)` for
-  × (seed 001's pairing).
+  × (Madsen & Johansen's (2020) pairing).
 
-Seed 002 trains and reports a single run per cell; we train `--seeds` runs
+Trask et al. (2018) trains and reports a single run per cell; we train `--seeds` runs
 (default 1) of every model for `--steps` Adam steps (default 20,000, batch
 128, learning rate 0.01, each weight's gradient norm clipped at 1) and
 report the median score. The NAU/NMU sparsity regularizer ramps from 0 to
-λ = `--sparsity` (default 10, seed 001's NMU value) over the middle half of
-the run, for every such unit alike (seed 001 eq. 14; the units' own
-schedules start at 5·10³ and 10⁶ steps). All models and operations train
+λ = `--sparsity` (default 10, Madsen & Johansen's (2020) NMU value) over the middle
+half of the run, for every such unit alike (Madsen & Johansen 2020, eq. 14; the units'
+own schedules start at 5·10³ and 10⁶ steps). All models and operations train
 side by side in one Keras model on the summed loss, so each keeps its own
 gradient; training unrolls the 10 steps (same cells and weights as the
 length-1000 test model).
@@ -55,14 +55,15 @@ PAPER_EXTRAPOLATION = {
     "NAC": {"add": 0.0, "sub": 0.0, "mul": 88.4},
     "NALU": {"add": 0.0, "sub": 0.0, "mul": 0.0},
 }
-"""Seed 002 Table 9, extrapolation (the NAU is not in seed 002)."""
+"""Trask et al. (2018), Table 9, extrapolation (the NAU is not in Trask et al.
+(2018))."""
 PAPER_INTERPOLATION = {
     "LSTM": {"add": 0.0, "sub": 0.0, "mul": 0.0},
     "GRU": {"add": 0.0, "sub": 0.0, "mul": 0.0},
     "NAC": {"add": 0.0, "sub": 0.0, "mul": 1.5},
     "NALU": {"add": 0.0, "sub": 0.0, "mul": 0.0},
 }
-"""Seed 002 Table 9, interpolation."""
+"""Trask et al. (2018), Table 9, interpolation."""
 
 
 def model_layers(kind: str, operation: str, name: str):
@@ -282,7 +283,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         f"0 = perfect), median of {args.seeds} run(s), {args.steps} steps; "
         f"train/interpolation length {train_length}, extrapolation length "
         f"{test_length} (paper: "
-        "seed 002 Table 9; the NAU row uses NMU output for ×)"
+        "Trask et al. (2018), Table 9; the NAU row uses NMU output for ×)"
     )
     _common.print_table(title, rows, list(rows[0]))
     _common.print_table(

@@ -51,8 +51,8 @@ class RegularizationSchedule(keras.callbacks.Callback):
     Without arguments each regularizer follows its own schedule (the units'
     paper defaults, e.g. `NMU`: λ = 10 over steps 10⁶ → 2·10⁶). With
     `strength` (and optionally `start`, `end`, `mode`) one λ(t) is imposed on
-    every scheduled regularizer of the model, as seed 001 does for all layers
-    of a network:
+    every scheduled regularizer of the model, as Madsen & Johansen (2020) does for all
+    layers of a network:
 
         λ(t) = λ · max(min((t - start) / (end - start), 1), 0)      (eq. 14)
 
@@ -284,7 +284,7 @@ class LossGatedRegularization(keras.callbacks.Callback):
     [0.0, 0.0]
 
     Reference: Schlör, Ring, Hotho, "iNALU" (2020), the authors' training
-    script; SPEC §1.
+    script.
     """
 
     def __init__(self, monitor: str = "loss"):
@@ -505,7 +505,7 @@ class Reinitialization(keras.callbacks.Callback):
     >>> import keras_nalu
     >>> reinit = keras_nalu.callbacks.Reinitialization(every=10, monitor="mse")
 
-    Reference: seed 003 §5.1; Schlör, Ring, Hotho, "iNALU" (2020), §3 and
+    Reference: a NALU course report, §5.1; Schlör, Ring, Hotho, "iNALU" (2020), §3 and
     the authors' training script.
     """
 

@@ -339,8 +339,9 @@ def build_parser() -> argparse.ArgumentParser:
     train = commands.add_parser(
         "train",
         help="train one preset on the arithmetic task, judge it, export it",
-        description="Train a preset on seed 001's arithmetic task; print the "
-        "result record; save the .keras model and a TF Serving SavedModel.",
+        description="Train a preset on Madsen & Johansen's (2020) arithmetic "
+        "task; print the result record; save the .keras model and a TF Serving "
+        "SavedModel.",
     )
     _add_config_flags(train, ExperimentConfig)
     train.add_argument("--name", default=None, help="run name (default MODEL-OP-seedN)")
@@ -363,7 +364,9 @@ def build_parser() -> argparse.ArgumentParser:
     summarize.add_argument("--out", default=None, help="folder for md/tex/csv")
     summarize.set_defaults(handler=_summarize)
 
-    plot = commands.add_parser("plot", help="seed 001 Fig. 3 panels against --x")
+    plot = commands.add_parser(
+        "plot", help="the panels of Madsen & Johansen's (2020) Fig. 3 against --x"
+    )
     plot.add_argument("results", help="a results CSV")
     plot.add_argument("--x", required=True, help="the swept column, e.g. hidden_size")
     plot.add_argument("--operation", default=None)
@@ -417,7 +420,8 @@ def build_parser() -> argparse.ArgumentParser:
         "mnist",
         help="sequential MNIST sum / product / count with the exact-unit bound",
         description="Train recurrent arithmetic units on sequences of MNIST "
-        "digits (seed 001 §4.2, App. D; seed 002 §4.2); judge each length "
+        "digits (Madsen & Johansen 2020, §4.2, App. D; Trask et al. 2018, §4.2); "
+        "judge each length "
         "against the MSE bound of the exact-unit baseline.",
     )
     _add_config_flags(

@@ -26,8 +26,8 @@ class Clip(keras.constraints.Constraint):
     """Clips every weight element-wise into `[min_value, max_value]`.
 
     Keras applies a constraint after each optimizer step; the NAU and NMU also
-    clip with the same bounds in their forward pass (seed 001 eq. 5 and 10), so
-    the weights the loss sees are always inside the box.
+    clip with the same bounds in their forward pass (Madsen & Johansen 2020, eq. 5 and
+    10), so the weights the loss sees are always inside the box.
 
     Args:
         min_value: lower bound.

@@ -28,7 +28,7 @@ TASK_FIELDS = (
 class ExperimentConfig:
     """Everything that defines one run; every field is a `train` flag.
 
-    The defaults are seed 001's arithmetic task (App. C, a + b) with the
+    The defaults are Madsen & Johansen's (2020) arithmetic task (App. C, a + b) with the
     `nau_sparse` preset: NAU → NAU with the paper's schedule (5·10³ → 5·10⁴)
     but λ = 0.1 instead of 0.01, trained for 10⁵ steps — enough for success and
     for discrete weights, in about a minute on 2 cores. `model="nau"` is the

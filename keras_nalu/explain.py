@@ -555,7 +555,7 @@ class Explanation:
         discrete: True when the expression is exact: every weight within
             `tolerance` of its discrete value and every NALU gate saturated.
         max_deviation: the largest distance of any weight to its nearest
-            discrete value, max min(|W|, |1 - |W||) (seed 001 eq. 17, the
+            discrete value, max min(|W|, |1 - |W||) (Madsen & Johansen 2020, eq. 17, the
             sparsity error). For a saturated NALU unit only the weights of the
             selected path count.
         deviations: `(layer name, (row, column), weight)` for every weight

@@ -19,7 +19,8 @@ def _fans(shape) -> tuple[int, int]:
 
 
 def nac_weight_variance(r: float) -> float:
-    """Var[tanh(Ŵ)·σ(M̂)] for Ŵ, M̂ ~ U[-r, r] (seed 001, App. B.2, eq. 38)."""
+    """Var[tanh(Ŵ)·σ(M̂)] for Ŵ, M̂ ~ U[-r, r] (Madsen & Johansen 2020, App. B.2, eq.
+    38)."""
     return (1.0 - math.tanh(r) / r) * (r - math.tanh(r / 2.0)) / (2.0 * r)
 
 
@@ -103,8 +104,8 @@ class NAUUniform(keras.initializers.RandomUniform):
 class NMUUniform(keras.initializers.RandomUniform):
     """U[0.25, 0.75]: E[W] = ½ and Var[W] = 1/48 ≈ 0.021.
 
-    Seed 001 §2.6 argues for Var[W] = ¼ but its reference code draws from
-    U[0.25, 0.75] (variance 1/48); this package follows the code.
+    Madsen & Johansen (2020), §2.6 argues for Var[W] = ¼ but its reference code draws
+    from U[0.25, 0.75] (variance 1/48); this package follows the code.
 
     Example:
 

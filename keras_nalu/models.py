@@ -21,15 +21,16 @@ from keras_nalu.callbacks import RegularizationSchedule, find_scheduled_regulari
 
 @dataclasses.dataclass(frozen=True)
 class Preset:
-    """A two-layer model of seed 001 Table 4 (or of the paper of its unit).
+    """A two-layer model of Madsen & Johansen (2020), Table 4 (or of the paper of its
+    unit).
 
     Attributes:
         name: the preset's name (`keras-nalu train --model NAME`).
         layers: the kind of the hidden and of the output layer (see
             `make_layer`).
         sparsity: λ_sparse, or None for units without a sparsity regularizer.
-            One λ(t) for every unit of the model (seed 001 §2.7): the NAU/NMU
-            sparsity terms and the NPU's L1 penalty.
+            One λ(t) for every unit of the model (Madsen & Johansen 2020, §2.7): the
+            NAU/NMU sparsity terms and the NPU's L1 penalty.
         start: step at which λ starts to ramp up.
         end: step at which λ reaches `sparsity`.
         description: one line for `--help` and the README.
@@ -82,8 +83,8 @@ PRESETS: dict[str, Preset] = {
         ),
         # The reference code's NAC•NMU (`--layer-type ReRegualizedLinearPosNAC
         # --nac-mul normal --first-layer ReRegualizedLinearNAC`) has an NAU
-        # below it; seed 001's Table 4 prints NAC+. We follow the code, which
-        # produced the paper's numbers.
+        # below it; Madsen & Johansen's (2020) Table 4 prints NAC+. We follow the code,
+        # which produced the paper's numbers.
         Preset(
             "nac_mul_nmu",
             ("nau", "nac_mul_nmu"),
@@ -217,7 +218,8 @@ LAYER_KINDS = (*_LAYER_KINDS, *_DENSE_KINDS)
 
 
 def make_layer(kind: str, units_out: int, preset: Preset, name: str):
-    """One layer of a preset; NAU/NMU share the preset's λ(t) (seed 001 §2.7).
+    """One layer of a preset; NAU/NMU share the preset's λ(t) (Madsen & Johansen 2020,
+    §2.7).
 
     Kinds: "nau", "nmu", "nac", "nac_mul", "nac_mul_sigmoid" (NAC•σ),
     "nac_mul_nmu" (NAC•NMU), "nalu", "nalu_separate", "gated_nau_nmu",
@@ -350,7 +352,7 @@ def build_sequence_model(
     run by `keras.layers.RNN` over concat([x_t, h_{t-1}]) — h_0 = 1 for
     multiplicative units (`MULTIPLICATIVE_KINDS`), 0 otherwise — and the
     output unit reads the last state: e.g. "nmu" accumulates the subset sums
-    with a recurrent NAU and multiplies them with an NMU (seed 002's
+    with a recurrent NAU and multiplies them with an NMU (Trask et al.'s (2018)
     recurrent arithmetic task). "lstm" and "gru" are the baselines:
     `keras.layers.LSTM`/`GRU(hidden_size)` followed by a linear `Dense`. The
     time axis is left open, so a model trained on 10 steps runs on 1000.

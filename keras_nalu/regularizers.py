@@ -25,8 +25,8 @@ SCHEDULE_MODES = ("linear", "exp")
 def schedule_factor(step: float, start: float, end: float, mode: str = "linear"):
     """The fraction of the full strength in force at optimizer step `step`.
 
-    "linear" is seed 001 eq. 14: max(min((t - start) / (end - start), 1), 0).
-    "exp" is 1 - exp(-(t - start) / (end - start)) from `start` on; with
+    "linear" is Madsen & Johansen (2020), eq. 14: max(min((t - start) / (end - start),
+    1), 0). "exp" is 1 - exp(-(t - start) / (end - start)) from `start` on; with
     start = 0 and end = 10⁵ it equals the reference code's 1 - exp(-10⁻⁵·t).
     """
     progress = (step - start) / (end - start)
@@ -65,7 +65,7 @@ class ScheduledRegularizer(keras.regularizers.Regularizer):
         strength: the full strength λ, `>= 0`.
         start: optimizer step at which the ramp begins, or None.
         end: optimizer step at which the ramp reaches `strength`, or None.
-        mode: "linear" (seed 001 eq. 14) or "exp".
+        mode: "linear" (Madsen & Johansen 2020, eq. 14) or "exp".
     """
 
     #: the key under which `RegularizationSchedule` reports the strength.
@@ -123,15 +123,16 @@ class ScheduledRegularizer(keras.regularizers.Regularizer):
 class Sparsity(ScheduledRegularizer):
     """Pulls each weight towards the nearest of {-1, 0, 1} (or {0, 1}).
 
-    "linear" shape (seed 001 eq. 6 and 11), the mean distance to the nearest
-    discrete value:
+    "linear" shape (Madsen & Johansen 2020, eq. 6 and 11), the mean distance to the
+    nearest discrete value:
 
         signed:   mean(min(|W|, |1 - |W||))     (NAU, W ∈ [-1, 1])
         unsigned: mean(min(|W|, |1 - W|))       (NMU, W ∈ [0, 1])
 
     "squared" shape: mean(W²(1 - |W|)²) (signed) or mean(W²(1 - W)²) (unsigned).
     Inside the unit's box these are exactly the paper's penalties; outside it
-    they stay non-negative (the "no clamp" ablation of seed 001 App. C.3).
+    they stay non-negative (the "no clamp" ablation of Madsen & Johansen (2020), App.
+    C.3).
 
     Args:
         strength: λ_sparse, `>= 0`.
@@ -161,9 +162,7 @@ class Sparsity(ScheduledRegularizer):
         domain: str = "signed",
     ):
         self.shape = check_choice("Sparsity", "shape", shape, ("linear", "squared"))
-        self.domain = check_choice(
-            "Sparsity", "domain", domain, ("signed", "unsigned")
-        )
+        self.domain = check_choice("Sparsity", "domain", domain, ("signed", "unsigned"))
         super().__init__(strength=strength, start=start, end=end, mode=mode)
 
     def penalty(self, w):
@@ -221,9 +220,7 @@ class OutOfBounds(ScheduledRegularizer):
         super().__init__(strength=strength, start=start, end=end, mode=mode)
 
     def penalty(self, w):
-        return ops.mean(
-            ops.relu(w - self.max_value) + ops.relu(self.min_value - w)
-        )
+        return ops.mean(ops.relu(w - self.max_value) + ops.relu(self.min_value - w))
 
     def get_config(self):
         return {

@@ -1,4 +1,5 @@
-"""Initial weight statistics of the units (seed 001 §2.6, App. B.1.2, B.2)."""
+"""Initial weight statistics of the units (Madsen & Johansen 2020, §2.6, App. B.1.2,
+B.2)."""
 
 import math
 
@@ -60,7 +61,8 @@ def test_nmu_uniform_moments():
     values = draw(initializers.NMUUniform(seed=4), (1000, 1000))
     assert_uniform(values, 0.25, 0.75)
     assert abs(values.mean() - 0.5) < 1e-3
-    # The reference code's variance 1/48, not the paper text's ¼ (SPEC §1).
+    # The reference code's variance 1/48, not the paper text's ¼ (Madsen & Johansen
+    # 2020, App. B.2).
     np.testing.assert_allclose(values.var(), 1.0 / 48, rtol=0.01)
     keras.utils.set_random_seed(5)
     layer = NMU(200)
@@ -69,7 +71,7 @@ def test_nmu_uniform_moments():
 
 
 def test_nac_weight_variance_formula_matches_monte_carlo():
-    # Seed 001 eq. 38 against a direct simulation of tanh(Ŵ)·σ(M̂).
+    # Madsen & Johansen (2020), eq. 38 against a direct simulation of tanh(Ŵ)·σ(M̂).
     rng = np.random.default_rng(6)
     for r in (0.3, 1.0, 2.5):
         w_hat, m_hat = rng.uniform(-r, r, (2, 2_000_000))

@@ -1,9 +1,9 @@
 """Small convergence runs: the units learn the arithmetic task and extrapolate.
 
-A 10-input version of seed 001's arithmetic task (§4.1): x ~ U[1, 2]^10 for
-training, U[2, 6]^10 for extrapolation, a = x0 + x1 + x2, b = x2 + x3 + x4 (two
-overlapping subsets), target op(a, b). Success is seed 001's criterion
-(§4.1.1, SPEC §4): the extrapolation MSE is below that of the nearly-perfect
+A 10-input version of Madsen & Johansen's (2020) arithmetic task (§4.1): x ~ U[1, 2]^10
+for training, U[2, 6]^10 for extrapolation, a = x0 + x1 + x2, b = x2 + x3 + x4 (two
+overlapping subsets), target op(a, b). Success is Madsen & Johansen's (2020) criterion
+(§4.1.1): the extrapolation MSE is below that of the nearly-perfect
 solution, every right weight 1 - ε and every wrong weight ε (ε = 10⁻⁵),
 measured on the same extrapolation samples.
 
@@ -89,7 +89,7 @@ def extrapolation(operation, model):
 
 
 def sparsity_error(weights):
-    """Seed 001 eq. 17: max over the weights of min(|W|, |1 - |W||)."""
+    """Madsen & Johansen (2020), eq. 17: max over the weights of min(|W|, |1 - |W||)."""
     magnitude = np.abs(np.concatenate([np.ravel(w) for w in weights]))
     return float(np.max(np.minimum(magnitude, np.abs(1.0 - magnitude))))
 

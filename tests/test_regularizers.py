@@ -1,4 +1,5 @@
-"""Sparsity and out-of-bounds penalties and their schedule (seed 001 §2.7)."""
+"""Sparsity and out-of-bounds penalties and their schedule (Madsen & Johansen 2020,
+§2.7)."""
 
 import math
 
@@ -31,7 +32,8 @@ def test_sparsity_is_zero_at_discrete_weights(shape):
 
 def test_linear_sparsity_values():
     w = np.random.default_rng(0).uniform(-1.0, 1.0, (6, 5))
-    signed = np.mean(np.minimum(np.abs(w), 1.0 - np.abs(w)))  # seed 001 eq. 6
+    # Madsen & Johansen (2020), eq. 6
+    signed = np.mean(np.minimum(np.abs(w), 1.0 - np.abs(w)))
     assert value(Sparsity(2.0), w) == pytest.approx(2.0 * signed, rel=1e-6)
     u = np.abs(w)
     unsigned = np.mean(np.minimum(u, 1.0 - u))  # eq. 11
@@ -85,7 +87,7 @@ def test_penalty_has_the_weights_dtype(dtype):
 
 
 def test_schedule_factor_linear():
-    # Seed 001 eq. 14: 0 before start, linear in between, 1 after end.
+    # Madsen & Johansen (2020), eq. 14: 0 before start, linear in between, 1 after end.
     for step in (0, 50, 99, 100):
         assert schedule_factor(step, 100, 300) == 0.0
     assert schedule_factor(150, 100, 300) == pytest.approx(0.25)

@@ -1,4 +1,5 @@
-"""The Reinitialization callback (seed 003 §5.1): stall test, re-draw, slot reset."""
+"""The Reinitialization callback (a NALU course report, §5.1): stall test, re-draw,
+slot reset."""
 
 import keras
 import numpy as np

@@ -1,7 +1,7 @@
 """Writes `example_results.csv`: a SYNTHETIC results file, not experimental data.
 
 Every number in the file is drawn from NumPy with a fixed seed, shaped to look
-like a small hidden-size sweep of seed 001's arithmetic task (models nmu,
+like a small hidden-size sweep of Madsen & Johansen's (2020) arithmetic task (models nmu,
 nac_mul and nalu on "mul"; nau, nac and linear on "add"; hidden_size 2, 4 and
 8; 10 seeds each). It exists only to exercise `keras_nalu.sweeps.summary` and
 `keras_nalu.sweeps.plots` (tests, docs, examples); never quote it as a result.
@@ -18,10 +18,10 @@ ITERATIONS = 5_000_000
 EVAL_EVERY = 1_000
 HIDDEN_SIZES = (2, 4, 8)
 SEEDS = range(10)
-# Success thresholds of the default configuration (SPEC §4).
+# Success thresholds of the default configuration (Madsen & Johansen 2020, §4.1.1).
 THRESHOLDS = {"mul": 0.16001, "add": 1.4786e-5}
 # model: (operation, success probability per hidden size, mean solved-at step,
-# mean sparsity error of solved seeds), loosely after seed 001 Table 2 / Fig. 3.
+# mean sparsity error of solved seeds), loosely after Madsen & Johansen (2020), Table 2 / Fig. 3.
 MODELS = {
     "nmu": ("mul", (0.95, 0.9, 0.8), 1.5e6, 4e-7),
     "nac_mul": ("mul", (0.5, 0.3, 0.1), 2.5e6, 6e-4),

@@ -1,4 +1,5 @@
-"""The sparsity error of seed 001 eq. 17 over a model's arithmetic weights."""
+"""The sparsity error of Madsen & Johansen (2020), eq. 17 over a model's arithmetic
+weights."""
 
 import keras
 import numpy as np
@@ -65,7 +66,7 @@ def weight_sparsity_error(weights: np.ndarray) -> float:
 
 
 def sparsity_error(model) -> float:
-    """Seed 001 eq. 17 over every arithmetic weight of `model`.
+    """Madsen & Johansen (2020), eq. 17 over every arithmetic weight of `model`.
 
     Example:
 

@@ -1,7 +1,7 @@
 """Confidence intervals over seeds: success rate, solved-at step, sparsity error.
 
-Seed 001 §4.1.1 summarizes many seeds of one configuration by three numbers,
-each with a 95 % interval:
+Madsen & Johansen (2020), §4.1.1 summarizes many seeds of one configuration by three
+numbers, each with a 95 % interval:
 
 - the success rate, with a Wilson (binomial) interval;
 - the first step that reached success, through a gamma distribution fitted by
@@ -160,7 +160,7 @@ def sparsity_error_summary(
 ) -> dict[str, float]:
     """Beta-MLE mean sparsity error with a profile-likelihood interval.
 
-    The sparsity error lies in [0, 0.5] (seed 001 eq. 17), so 2·error is
+    The sparsity error lies in [0, 0.5] (Madsen & Johansen 2020, eq. 17), so 2·error is
     modelled as Beta(α, β) fitted by maximum likelihood, and the mean error is
     0.5·α/(α+β). The interval is every mean m whose profile log-likelihood
     ℓp(m) = max_κ ℓ(α = 2m·κ, β = (1 − 2m)·κ) satisfies

@@ -1,7 +1,7 @@
 """The ε success threshold: the extrapolation MSE of a nearly-perfect solution.
 
-Seed 001 §4.1.1: a run solved the task when its extrapolation MSE is below
-that of W^ε, the exact first-layer selection with every right weight 1 - ε
+Madsen & Johansen (2020), §4.1.1: a run solved the task when its extrapolation MSE is
+below that of W^ε, the exact first-layer selection with every right weight 1 - ε
 and every wrong weight ε (ε = 10⁻⁵), followed by the exact operation.
 """
 

@@ -108,7 +108,8 @@ def resolve_constraint(identifier, min_value: float, max_value: float):
 
 
 def clip_like_constraint(kernel, constraint):
-    """Applies a `Clip` constraint in the forward pass too (seed 001 eq. 5, 10).
+    """Applies a `Clip` constraint in the forward pass too (Madsen & Johansen 2020, eq.
+    5, 10).
 
     With any other constraint (or none, the "no clamp" ablation) the kernel is
     used as it is.

@@ -23,8 +23,8 @@ class GatedNAUNMU(ArithmeticLayer):
     The two paths are an `NAU` and an `NMU` sublayer (`layer.nau`,
     `layer.nmu`) with their own weights, clamps, initializations and
     sparsity regularizers (by default each unit's paper schedule); the gate is
-    the NALU's, without bias. Seed 001 introduces this unit to show that the
-    gate's choice is close to random; weights cannot be shared because the
+    the NALU's, without bias. Madsen & Johansen (2020) introduces this unit to show
+    that the gate's choice is close to random; weights cannot be shared because the
     NAU and NMU constrain them differently.
 
     Args:

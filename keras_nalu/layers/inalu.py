@@ -54,7 +54,7 @@ class iNALU(ArithmeticLayer):
         g = σ(G)                            (one value per output unit)
         y = g ⊙ a + (1 - g) ⊙ m ⊙ s
 
-    The fixes of seed 003 / Schlör et al. to the NALU: independent weights
+    The fixes of a NALU course report / Schlör et al. to the NALU: independent weights
     for the two paths; ω = 20 caps the log-space sum against exploding
     intermediate results; the sign factor s gives products of mixed-sign
     inputs their sign; the gate does not depend on the input. Defaults follow
@@ -101,7 +101,7 @@ class iNALU(ArithmeticLayer):
     array([[-12.]], dtype=float32)
 
     Reference: Schlör, Ring, Hotho, "iNALU: Improved Neural Arithmetic Logic
-    Unit", arXiv:2003.07629 (2020), and the authors' code; seed 003 §5-7.
+    Unit", arXiv:2003.07629 (2020), and the authors' code; a NALU course report, §5-7.
     """
 
     def __init__(

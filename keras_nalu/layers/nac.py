@@ -14,7 +14,7 @@ from keras_nalu.layers.base import (
 
 
 def nac_weight(w_hat, m_hat):
-    """W = tanh(Ŵ) ⊙ σ(M̂): biased towards {-1, 0, 1} (seed 002 eq. 1)."""
+    """W = tanh(Ŵ) ⊙ σ(M̂): biased towards {-1, 0, 1} (Trask et al. 2018, eq. 1)."""
     return ops.tanh(w_hat) * ops.sigmoid(m_hat)
 
 
@@ -79,7 +79,7 @@ class NAC(NACWeights):
         y = x · W,   W = tanh(Ŵ) ⊙ σ(M̂)
 
     Ŵ and M̂ are unconstrained; their initialization makes Var[W] the Glorot
-    variance 2/(I+O) (seed 001 App. B.2). `layer.kernel` gives W.
+    variance 2/(I+O) (Madsen & Johansen 2020, App. B.2). `layer.kernel` gives W.
 
     Args:
         units: output size, an integer >= 1.

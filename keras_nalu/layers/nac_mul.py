@@ -28,7 +28,7 @@ def _is_auto(identifier) -> bool:
 
 
 def log_space_product(x, kernel, epsilon):
-    """exp(log(|x| + ε) · W): ∏_i (|x_i| + ε)^W_io (seed 002 eq. 3).
+    """exp(log(|x| + ε) · W): ∏_i (|x_i| + ε)^W_io (Trask et al. 2018, eq. 3).
 
     Magnitudes only: the sign of x is lost, and a negative weight divides.
     """
@@ -41,9 +41,9 @@ class NACMul(NACWeights):
 
         y = exp(log(|x| + ε) · W)
 
-    with one of three parametrizations of W (seed 001 §4.1.3, Table 4):
+    with one of three parametrizations of W (Madsen & Johansen 2020, §4.1.3, Table 4):
 
-        "nac"      W = tanh(Ŵ) ⊙ σ(M̂)    NAC• (seed 002): weights in [-1, 1]
+        "nac"      W = tanh(Ŵ) ⊙ σ(M̂)    NAC• (Trask et al. 2018): weights in [-1, 1]
         "sigmoid"  W = σ(Ŵ)              NAC•σ: multiplication only, no division
         "nmu"      W = clip(Ŵ, 0, 1)     NAC•NMU: the NMU's weights in log space
 

@@ -20,20 +20,21 @@ class NALU(NACWeights):
         g = σ(x·G + b)
         y = g ⊙ (x·W_add) + (1 - g) ⊙ exp(log(|x| + ε)·W_mul)
 
-    By default the two paths share one W = tanh(Ŵ)⊙σ(M̂) (seed 002) and the
+    By default the two paths share one W = tanh(Ŵ)⊙σ(M̂) (Trask et al. 2018) and the
     gate has no bias. Variants:
 
     - `separate_weights=True` gives the multiplicative path its own Ŵ, M̂
-      (`mul_w_hat`, `mul_m_hat`; seed 003 §7.1, seed 001 App. C.5 "separate").
-    - `use_gate_bias=True` adds b (seed 001's reference code).
+      (`mul_w_hat`, `mul_m_hat`; a NALU course report, §7.1, Madsen & Johansen (2020),
+      App. C.5 "separate").
+    - `use_gate_bias=True` adds b (Madsen & Johansen's (2020) reference code).
     - `gate_type="constant"`: an input-independent gate g = σ(G) with one
       parameter per output unit (`gate` of shape `(units,)`), as in the iNALU
-      (SPEC §1, Schlör et al. 2020). It cannot take a bias (it is one).
+      (Schlör, Ring & Hotho 2020). It cannot take a bias (it is one).
     - `two_gates=True`: one gate per path, y = g_a ⊙ a + g_m ⊙ m, with
       g_a = σ(x·G_a + b_a) and g_m = σ(x·G_m + b_m) (`gate`, `mul_gate`; or
       both input-independent with `gate_type="constant"`), not constrained to
-      g_a + g_m = 1. This package's reading of "two gates": seed 001 §2.8
-      shows that the coupled choice g vs 1 - g starves the unselected path of
+      g_a + g_m = 1. This package's reading of "two gates": Madsen & Johansen (2020),
+      §2.8 shows that the coupled choice g vs 1 - g starves the unselected path of
       gradient; independent gates let both paths learn and be switched off
       separately. It is not from a paper.
 
@@ -47,7 +48,7 @@ class NALU(NACWeights):
         gate_initializer: for G; default `"glorot_uniform"`.
         gate_regularizer: Keras regularizer on G; default None.
         gate_bias_initializer: for b; default `"zeros"`.
-        gate_type: "input" (σ(x·G + b), seed 002) or "constant" (σ(G)).
+        gate_type: "input" (σ(x·G + b), Trask et al. (2018)) or "constant" (σ(G)).
         two_gates: a separate gate for the multiplicative path (see above).
         **kwargs: base `keras.layers.Layer` arguments.
 

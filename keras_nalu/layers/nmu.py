@@ -19,7 +19,7 @@ def nmu_product(x, kernel):
 
     A weight of 1 lets its input through as a factor, a weight of 0 turns it
     into the multiplicative identity. TensorFlow's product gradient is exact
-    even when a factor is zero (seed 001 eq. 26-27 divide by it).
+    even when a factor is zero (Madsen & Johansen 2020, eq. 26-27 divide by it).
     """
     factors = ops.expand_dims(x, -1) * kernel + (1.0 - kernel)
     return ops.prod(factors, axis=-2)
@@ -89,9 +89,7 @@ class NMU(ArithmeticLayer):
         )
 
     def call(self, inputs):
-        kernel = clip_like_constraint(
-            self.to_math(self.kernel), self.kernel_constraint
-        )
+        kernel = clip_like_constraint(self.to_math(self.kernel), self.kernel_constraint)
         return self.to_output(nmu_product(self.to_math(inputs), kernel))
 
     def get_config(self):

@@ -6,7 +6,7 @@
   configurations × seeds chunk by chunk into a resumable results CSV, here or on
   Ray (`keras-nalu sweep`), backing up the chunk in training (`chunk_backup`) so
   that a killed sweep continues it, and `read_backup` shows how far it got;
-- `summary`, `plots`: seed 001's Table 2 and Fig. 3 from a results file.
+- `summary`, `plots`: Madsen & Johansen's (2020) Table 2 and Fig. 3 from a results file.
 """
 
 from keras_nalu.sweeps.replicas import ReplicaRun, read_backup, train_replicas

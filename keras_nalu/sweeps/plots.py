@@ -1,7 +1,7 @@
 """Sweep figures: success rate, solved-at step and sparsity error against a knob.
 
-The layout is seed 001's Figure 3 (and Figures 7-8): three panels side by
-side sharing the swept parameter on their x-axis, one line per model, each
+The layout is Madsen & Johansen's (2020) Figure 3 (and Figures 7-8): three panels side
+by side sharing the swept parameter on their x-axis, one line per model, each
 point with its 95 % interval from `keras_nalu.sweeps.summary.summarize`.
 Figures are drawn on matplotlib's Agg canvas, so no display is needed and
 pyplot's global state is never touched.
@@ -50,7 +50,8 @@ def results_figure(
     hue: str = "model",
     operation: str | None = None,
 ) -> Figure:
-    """Seed 001 Figure 3's three panels for the runs in `results`.
+    """The three panels of Madsen & Johansen's (2020) Figure 3 for the runs in
+    `results`.
 
     Panels: success rate (Wilson interval), solved-at step (gamma-MLE mean
     with its profile-likelihood interval) and sparsity error (beta-MLE mean
@@ -161,7 +162,8 @@ def plot_results(
     hue: str = "model",
     operation: str | None = None,
 ) -> Path:
-    """Saves seed 001 Figure 3's three panels against `x` as a PNG.
+    """Saves the three panels of Madsen & Johansen's (2020) Figure 3 against `x` as a
+    PNG.
 
     See `results_figure` for the panels; this draws it and writes it.
 

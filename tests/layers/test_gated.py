@@ -1,4 +1,5 @@
-"""The gated NAU/NMU of seed 001 App. C.5: a sigmoid gate over NAU and NMU."""
+"""The gated NAU/NMU of Madsen & Johansen (2020), App. C.5: a sigmoid gate over NAU and
+NMU."""
 
 import keras
 import numpy as np

@@ -1,4 +1,5 @@
-"""The iNALU (seed 003, Schlör et al. 2020): paths, sign, gate, regularizer."""
+"""The iNALU (a NALU course report, Schlör et al. 2020): paths, sign, gate,
+regularizer."""
 
 import itertools
 

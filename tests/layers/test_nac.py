@@ -1,4 +1,4 @@
-"""NAC+: y = x · W, W = tanh(Ŵ) ⊙ σ(M̂) (seed 002 eq. 1)."""
+"""NAC+: y = x · W, W = tanh(Ŵ) ⊙ σ(M̂) (Trask et al. 2018, eq. 1)."""
 
 import keras
 import numpy as np

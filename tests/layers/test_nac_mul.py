@@ -1,4 +1,4 @@
-"""NAC•: y = exp(log(|x| + ε) · W), W = tanh(Ŵ) ⊙ σ(M̂) (seed 002 eq. 3)."""
+"""NAC•: y = exp(log(|x| + ε) · W), W = tanh(Ŵ) ⊙ σ(M̂) (Trask et al. 2018, eq. 3)."""
 
 import keras
 import numpy as np

@@ -1,4 +1,5 @@
-"""NAC•σ and NAC•NMU: the NAC•'s other weight parametrizations (seed 001 §4.1.3)."""
+"""NAC•σ and NAC•NMU: the NAC•'s other weight parametrizations (Madsen & Johansen 2020,
+§4.1.3)."""
 
 import keras
 import numpy as np

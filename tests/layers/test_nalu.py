@@ -1,4 +1,5 @@
-"""NALU: y = g ⊙ (x·W) + (1 - g) ⊙ exp(log(|x| + ε)·W), g = σ(x·G + b) (seed 002)."""
+"""NALU: y = g ⊙ (x·W) + (1 - g) ⊙ exp(log(|x| + ε)·W), g = σ(x·G + b) (Trask et al.
+2018)."""
 
 import keras
 import numpy as np

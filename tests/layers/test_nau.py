@@ -1,4 +1,4 @@
-"""NAU: y = x · clip(W, -1, 1) (seed 001 §2.2, eq. 5-7)."""
+"""NAU: y = x · clip(W, -1, 1) (Madsen & Johansen 2020, §2.2, eq. 5-7)."""
 
 import keras
 import numpy as np
@@ -70,7 +70,7 @@ def test_defaults_are_the_papers():
     )
     reg = layer.kernel_regularizer
     assert isinstance(reg, regularizers.Sparsity)
-    # Table 4 of seed 001: λ = 0.01 ramped over steps 5·10³ → 5·10⁴.
+    # Table 4 of Madsen & Johansen (2020): λ = 0.01 ramped over steps 5·10³ → 5·10⁴.
     assert (reg.strength, reg.start, reg.end) == (0.01, 5_000, 50_000)
     assert (reg.shape, reg.domain, reg.mode) == ("linear", "signed", "linear")
 

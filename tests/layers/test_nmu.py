@@ -1,4 +1,5 @@
-"""NMU: y_o = ∏_i (W_io·x_i + 1 - W_io), W in [0, 1] (seed 001 §2.5, App. A.3)."""
+"""NMU: y_o = ∏_i (W_io·x_i + 1 - W_io), W in [0, 1] (Madsen & Johansen 2020, §2.5,
+App. A.3)."""
 
 import keras
 import numpy as np
@@ -68,7 +69,7 @@ def test_defaults_are_the_papers():
     assert box == (0.0, 1.0)
     reg = layer.kernel_regularizer
     assert isinstance(reg, regularizers.Sparsity)
-    # Table 4 of seed 001: λ = 10 ramped over steps 10⁶ → 2·10⁶.
+    # Table 4 of Madsen & Johansen (2020): λ = 10 ramped over steps 10⁶ → 2·10⁶.
     assert (reg.strength, reg.start, reg.end) == (10.0, 1_000_000, 2_000_000)
     assert (reg.shape, reg.domain, reg.mode) == ("linear", "unsigned", "linear")
 
@@ -135,7 +136,8 @@ def test_weights_stay_in_box_after_a_step_that_leaves_it(target):
 
 
 def nmu_gradients_eq_26_27(x, kernel, upstream):
-    """dL/dW and dL/dx of L = Σ upstream·z by seed 001 eq. 26 and 27."""
+    """dL/dW and dL/dx of L = Σ upstream·z by Madsen & Johansen (2020), eq. 26 and
+    27."""
     factors = kernel[None] * x[:, :, None] + 1.0 - kernel[None]  # (B, I, O)
     z = np.prod(factors, axis=1)  # (B, O)
     shared = upstream[:, None, :] * z[:, None, :] / factors  # ∂L/∂z · z / factor

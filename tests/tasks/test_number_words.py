@@ -1,4 +1,4 @@
-"""The number-word generator, its vocabulary and seed 002's split."""
+"""The number-word generator, its vocabulary and Trask et al.'s (2018) split."""
 
 import numpy as np
 import pytest
@@ -67,7 +67,7 @@ def test_encode_pads_and_decodes_back():
     assert ids.shape == (number_words.MAX_TOKENS,)
     assert ids[-1] == number_words.PADDING_ID
     assert decode(ids) == "seven hundred and three"
-    # Not a number, but made of vocabulary tokens (seed 002 Fig. 3).
+    # Not a number, but made of vocabulary tokens (Trask et al. 2018, Fig. 3).
     assert decode(encode("twenty seven and eighty")) == "twenty seven and eighty"
     with pytest.raises(ValueError, match="unknown tokens \\['thousand'\\]"):
         encode("one thousand")
