@@ -15,7 +15,7 @@ from keras_nalu.layers.nmu import NMU
 from keras_nalu.layers.npu import NPU
 
 
-def effective_weights(layer) -> dict[str, np.ndarray]:
+def effective_weight_tensors(layer) -> dict:
     """The weights a unit actually computes with, by name.
 
     NAU/NMU: the kernel clipped as in the forward pass; NAC, NAC• (also NAC•σ
@@ -24,37 +24,47 @@ def effective_weights(layer) -> dict[str, np.ndarray]:
     NAU/NMU: both units' clipped kernels, not the gate; NPU: Re (and Im), not
     the relevance gate; Dense: the kernel. Other layers have none (an
     `ArithmeticCell`'s unit is a layer of its own).
+
+    The values are backend tensors computed from the layer's variables, so
+    they follow a `keras.StatelessScope` (the JAX replica engine reads every
+    replica's this way); `effective_weights` gives them as NumPy arrays.
     """
     if isinstance(layer, (NAU, NMU)):
         kernel = clip_like_constraint(layer.kernel, layer.kernel_constraint)
-        return {"kernel": keras.ops.convert_to_numpy(kernel)}
+        return {"kernel": kernel}
     if isinstance(layer, GatedNAUNMU):
         return {
-            f"{name}_kernel": effective_weights(unit)["kernel"]
+            f"{name}_kernel": effective_weight_tensors(unit)["kernel"]
             for name, unit in (("nau", layer.nau), ("nmu", layer.nmu))
         }
     if isinstance(layer, iNALU):
         return {
-            "kernel": keras.ops.convert_to_numpy(layer.kernel),
-            "mul_kernel": keras.ops.convert_to_numpy(layer.mul_kernel),
+            "kernel": layer.kernel,
+            "mul_kernel": layer.mul_kernel,
         }
     if isinstance(layer, NPU):
-        weights = {"kernel": keras.ops.convert_to_numpy(layer.kernel)}
+        weights = {"kernel": layer.kernel}
         if layer.complex_weights:
-            weights["imaginary_kernel"] = keras.ops.convert_to_numpy(
-                layer.imaginary_kernel
-            )
+            weights["imaginary_kernel"] = layer.imaginary_kernel
         return weights
     if isinstance(layer, NALU) and layer.separate_weights:
         return {
-            "kernel": keras.ops.convert_to_numpy(layer.kernel),
-            "mul_kernel": keras.ops.convert_to_numpy(layer.mul_kernel),
+            "kernel": layer.kernel,
+            "mul_kernel": layer.mul_kernel,
         }
     if isinstance(layer, NACWeights):
-        return {"kernel": keras.ops.convert_to_numpy(layer.kernel)}
+        return {"kernel": layer.kernel}
     if isinstance(layer, keras.layers.Dense):
-        return {"kernel": keras.ops.convert_to_numpy(layer.kernel)}
+        return {"kernel": layer.kernel}
     return {}
+
+
+def effective_weights(layer) -> dict[str, np.ndarray]:
+    """`effective_weight_tensors` as NumPy arrays."""
+    return {
+        name: keras.ops.convert_to_numpy(value)
+        for name, value in effective_weight_tensors(layer).items()
+    }
 
 
 def weight_sparsity_error(weights: np.ndarray) -> float:

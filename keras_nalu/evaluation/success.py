@@ -5,7 +5,6 @@ import math
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from keras_nalu._api import export
 from keras_nalu._validation import check_non_negative, check_positive_int
@@ -119,40 +118,28 @@ class SuccessCriterion(keras.callbacks.Callback):
         self.validation_data = tuple(np.asarray(a, np.float32) for a in validation_data)
         self.test_data = tuple(np.asarray(a, np.float32) for a in test_data)
         self.evaluations: list[Evaluation] = []
-        self._mse_fn = None
         self._last_step = None
         self._next_step = 0
         self.loss_diverged = False
 
     # -- measurement ---------------------------------------------------------
-    def _build_mse(self):
-        model = self.model
-
-        @tf.function(reduce_retracing=True)
-        def mse(x, t):
-            prediction = tf.cast(model(x, training=False), tf.float64)
-            target = tf.reshape(tf.cast(t, tf.float64), tf.shape(prediction))
-            return tf.reduce_mean(tf.square(prediction - target))
-
-        return mse
-
     def _mse(self, data) -> float:
+        # The model's own compiled predict step (tf.function or jax.jit), so
+        # it reads the weights in force on every backend; the error is then
+        # taken in float64.
+        model = self.model
         x, t = data
-        if self.batch_size is None or len(x) <= self.batch_size:
-            return float(self._mse_fn(x, t))
+        size = len(x) if self.batch_size is None else self.batch_size
         total = 0.0
-        for start in range(0, len(x), self.batch_size):
-            xb, tb = (
-                x[start : start + self.batch_size],
-                t[start : start + self.batch_size],
-            )
-            total += float(self._mse_fn(xb, tb)) * len(xb)
+        for start in range(0, len(x), size):
+            prediction = np.asarray(model.predict_on_batch(x[start : start + size]))
+            target = t[start : start + size].reshape(prediction.shape)
+            error = prediction.astype(np.float64) - target.astype(np.float64)
+            total += float(np.sum(np.square(error)))
         return total / len(x)
 
     def evaluate(self, step: int) -> Evaluation:
         """Measures the model now and records it as the evaluation at `step`."""
-        if self._mse_fn is None:
-            self._mse_fn = self._build_mse()
         evaluation = Evaluation(
             step=int(step),
             interpolation_mse=self._mse(self.validation_data),

@@ -49,7 +49,7 @@ import pandas as pd
 
 from keras_nalu.experiment import ExperimentConfig
 from keras_nalu.models import get_preset
-from keras_nalu.sweeps.replicas import total_steps
+from keras_nalu.sweeps.engines.base import recipe, total_steps, vectorizable
 
 CONFIG_FIELDS = tuple(field.name for field in dataclasses.fields(ExperimentConfig))
 """The `ExperimentConfig` fields; each is a column of a results file."""
@@ -75,8 +75,15 @@ RECORD_FIELDS = (
     "iterations_per_second",
     "replicas",
     "subsets",
+    "engine",
+    "device",
 )
 """The result columns, from the `run_experiment`-style record of each seed."""
+
+LATER_RECORD_FIELDS = {"engine": "tensorflow", "device": ""}
+"""Result columns added after results files existed, with the value their
+older rows stand for: those rows were trained by the TensorFlow engine on an
+unrecorded device."""
 
 RESULT_COLUMNS = (*CONFIG_COLUMNS, *RECORD_FIELDS, "config_id")
 """Every column of a results file, in order."""
@@ -347,6 +354,14 @@ def read_results(path: str | os.PathLike) -> pd.DataFrame:
         if column not in table:
             position = min(CONFIG_COLUMNS.index(column), len(table.columns))
             table.insert(position, column, default)
+    for column, default in LATER_RECORD_FIELDS.items():
+        if column not in table:
+            position = (
+                table.columns.get_loc("config_id")
+                if "config_id" in table
+                else len(table.columns)
+            )
+            table.insert(position, column, default)
     missing = [column for column in RESULT_COLUMNS if column not in table]
     if missing:
         raise _foreign(path, f"missing columns {missing}")
@@ -394,15 +409,39 @@ def _exclusive(path: Path):
 
 @dataclasses.dataclass(frozen=True)
 class Chunk:
-    """One configuration and the seeds trained together as replicas."""
+    """Runs trained together as one vectorized run of replicas.
+
+    A chunk is one configuration and some of its seeds; on an engine that
+    trains runs of different tasks together (the JAX engine), it may hold
+    more configurations of the same recipe (`more`), each with its seeds.
+    """
 
     config: ExperimentConfig
     seeds: tuple[int, ...]
+    more: tuple[tuple[ExperimentConfig, tuple[int, ...]], ...] = ()
+
+    @property
+    def parts(self) -> tuple[tuple[ExperimentConfig, tuple[int, ...]], ...]:
+        """Every `(config, seeds)` of the chunk, the first one first."""
+        return ((self.config, self.seeds), *self.more)
+
+    @property
+    def runs(self) -> list[ExperimentConfig]:
+        """One config per replica, its seed set."""
+        return [
+            dataclasses.replace(config, seed=seed)
+            for config, seeds in self.parts
+            for seed in seeds
+        ]
+
+    @property
+    def replicas(self) -> int:
+        return sum(len(seeds) for _, seeds in self.parts)
 
     @property
     def steps(self) -> int:
         """Seed-steps of the chunk: replicas × optimizer steps."""
-        return len(self.seeds) * total_steps(self.config)
+        return self.replicas * total_steps(self.config)
 
 
 def plan_chunks(
@@ -410,17 +449,25 @@ def plan_chunks(
     seeds: Sequence[int],
     chunk_size: int,
     done: set[tuple[str, int]] = frozenset(),
+    batch: bool = False,
 ) -> list[Chunk]:
     """Chunks of at most `chunk_size` seeds per configuration, minus `done`.
 
     The chunks are cut from the full seed list before finished pairs are
-    removed, so a resumed sweep trains the same replica groups.
+    removed, so a resumed sweep trains the same replica groups. With
+    `batch`, chunks of configurations that share their recipe (model and
+    training, `keras_nalu.sweeps.engines.RECIPE_FIELDS`) and differ only in
+    the task are then packed together, up to `chunk_size` replicas a chunk,
+    so that one vectorized run fills a GPU.
 
     Example:
 
     >>> chunks = plan_chunks([ExperimentConfig()], range(5), chunk_size=2)
     >>> [chunk.seeds for chunk in chunks]
     [(0, 1), (2, 3), (4,)]
+    >>> grid = [ExperimentConfig(operation=op) for op in ("add", "sub")]
+    >>> [chunk.replicas for chunk in plan_chunks(grid, range(3), 10, batch=True)]
+    [6]
     """
     if (
         isinstance(chunk_size, bool)
@@ -443,14 +490,35 @@ def plan_chunks(
             )
             if todo:
                 chunks.append(Chunk(config, todo))
-    return chunks
+    return _packed(chunks, chunk_size) if batch else chunks
+
+
+def _packed(chunks: list[Chunk], chunk_size: int) -> list[Chunk]:
+    """Chunks of one recipe packed together, first fit, in their order."""
+    bins: dict[tuple, list[list]] = {}
+    packed: list[list] = []
+    for chunk in chunks:
+        part = (chunk.config, chunk.seeds)
+        if not vectorizable(chunk.config):
+            packed.append([part])
+            continue
+        same_recipe = bins.setdefault(recipe(chunk.config), [])
+        for parts in same_recipe:
+            if sum(len(seeds) for _, seeds in parts) + len(chunk.seeds) <= chunk_size:
+                parts.append(part)
+                break
+        else:
+            same_recipe.append([part])
+            packed.append(same_recipe[-1])
+    return [Chunk(*parts[0], tuple(parts[1:])) for parts in packed]
 
 
 def chunk_backup(results_path: str | os.PathLike, chunk: Chunk) -> Path:
     """Where a sweep backs up a chunk in training: beside its results file.
 
-    `<results>.backup/<config id>-<first seed>-<seeds digest>.npz`, one file
-    per chunk, deleted once the chunk has finished training.
+    `<results>.backup/<config id>-<first seed>-<digest>.npz`, one file per
+    chunk (the digest covers every config and seed of the chunk), deleted
+    once the chunk has finished training.
 
     Example:
 
@@ -459,38 +527,56 @@ def chunk_backup(results_path: str | os.PathLike, chunk: Chunk) -> Path:
     'sweep.csv.backup'
     """
     path = Path(results_path)
-    digest = hashlib.sha256(",".join(map(str, chunk.seeds)).encode()).hexdigest()
+    text = ",".join(map(str, chunk.seeds))
+    for config, seeds in chunk.more:
+        text += f";{config_id(config)}:" + ",".join(map(str, seeds))
+    digest = hashlib.sha256(text.encode()).hexdigest()
     name = f"{config_id(chunk.config)}-{chunk.seeds[0]}-{digest[:8]}.npz"
     return path.with_name(path.name + ".backup") / name
 
 
 def train_chunk(
-    config: ExperimentConfig,
-    seeds: Sequence[int],
+    chunk: Chunk | ExperimentConfig,
+    seeds: Sequence[int] | None = None,
     progress=False,
     backup: str | os.PathLike | None = None,
     backup_every: float = 600.0,
 ):
     """The result rows of one chunk (runs in a Ray worker too).
 
-    A chunk is trained as vectorized replicas, backed up to `backup` (if
-    given) every `backup_every` seconds and resumed from it; a preset that
-    cannot be vectorized (see `vectorizable`) trains its seeds one after the
-    other with `run_experiment`, which gives the same rows with `replicas` =
-    1 (and is not backed up).
-    """
-    from keras_nalu.sweeps.replicas import train_replicas, vectorizable
+    A chunk is trained as vectorized replicas on the Keras backend's engine,
+    backed up to `backup` (if given) every `backup_every` seconds and
+    resumed from it; a preset that cannot be vectorized (see `vectorizable`)
+    trains its seeds one after the other with `run_experiment`, which gives
+    the same rows with `replicas` = 1 (and is not backed up).
 
-    if vectorizable(config):
+    Args:
+        chunk: a `Chunk`, or a config whose `seeds` follow.
+        seeds: with a config, the seeds.
+        progress: as for `train_replicas`.
+        backup, backup_every: as for `train_replicas`.
+    """
+    from keras_nalu.sweeps.engines import train_batched, train_replicas
+
+    if isinstance(chunk, ExperimentConfig):
+        chunk = Chunk(chunk, tuple(seeds))
+    config = chunk.config
+    if not vectorizable(config):
+        records = []
+        for part, part_seeds in chunk.parts:
+            records += _train_one_by_one(part, part_seeds, progress)
+    elif chunk.more:
+        records = train_batched(
+            chunk.runs, progress=progress, backup=backup, backup_every=backup_every
+        )
+    else:
         records = train_replicas(
             config,
-            list(seeds),
+            list(chunk.seeds),
             progress=progress,
             backup=backup,
             backup_every=backup_every,
         )
-    else:
-        records = _train_one_by_one(config, seeds, progress)
     return [record_row(record) for record in records]
 
 
@@ -505,7 +591,14 @@ def _train_one_by_one(config, seeds, progress) -> list[dict]:
         _, record = run_experiment(
             dataclasses.replace(config, seed=seed), verbose=progress is True
         )
-        records.append({**record, "replicas": 1})
+        records.append(
+            {
+                **record,
+                "replicas": 1,
+                "engine": keras.backend.backend(),
+                "device": _keras_device(),
+            }
+        )
         if callable(progress):
             # the callback counts steps of the whole chunk (all its replicas
             # at once), so one finished seed is 1/len(seeds) of a chunk step
@@ -513,42 +606,168 @@ def _train_one_by_one(config, seeds, progress) -> list[dict]:
     return records
 
 
-def _local_backend(chunks, on_rows, on_steps, backup_of=None, backup_every=600.0):
-    import tensorflow as tf
+def _keras_device() -> str:
+    """The device `model.fit` trains on, in words ("cpu" or the GPU's name)."""
+    import keras
 
-    # Every chunk traces its own training function; TF's retracing warning
-    # about that says nothing useful here.
-    logger = tf.get_logger()
-    level = logger.level
-    logger.setLevel("ERROR")
-    try:
-        _train_chunks(chunks, on_rows, on_steps, backup_of, backup_every)
-    finally:
-        logger.setLevel(level)
+    if keras.backend.backend() == "jax":
+        import jax
+
+        device = jax.devices()[0]
+        return "cpu" if device.platform == "cpu" else device.device_kind
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        gpus = tf.config.list_logical_devices("GPU")
+        if gpus:
+            details = tf.config.experimental.get_device_details(
+                tf.config.list_physical_devices("GPU")[0]
+            )
+            return details.get("device_name", "gpu")
+    return "cpu"
+
+
+def _engine_batches() -> bool:
+    """Whether the Keras backend's engine trains runs of different tasks together."""
+    from keras_nalu.sweeps.engines import engine_class
+
+    return engine_class().supports_batched
+
+
+def _local_devices() -> list:
+    """The accelerators chunks can train on side by side (JAX engine), or []."""
+    import keras
+
+    if keras.backend.backend() != "jax":
+        return []
+    import jax
+
+    devices = jax.devices()
+    return devices if len(devices) > 1 else []
+
+
+def _local_backend(chunks, on_rows, on_steps, backup_of=None, backup_every=600.0):
+    import keras
+
+    with contextlib.ExitStack() as stack:
+        if keras.backend.backend() == "tensorflow":
+            import tensorflow as tf
+
+            # Every chunk traces its own training function; TF's retracing
+            # warning about that says nothing useful here.
+            logger = tf.get_logger()
+            stack.callback(logger.setLevel, logger.level)
+            logger.setLevel("ERROR")
+        devices = _local_devices()
+        if devices and len(chunks) > 1:
+            _train_on_devices(
+                chunks, devices, on_rows, on_steps, backup_of, backup_every
+            )
+        else:
+            _train_chunks(chunks, on_rows, on_steps, backup_of, backup_every)
+
+
+def _train_one_chunk(chunk, on_steps, backup_of, backup_every):
+    reported = 0
+
+    def progress(steps):
+        nonlocal reported
+        done = steps * chunk.replicas
+        reported += done
+        on_steps(done)
+
+    rows = train_chunk(
+        chunk,
+        progress=progress,
+        backup=None if backup_of is None else backup_of(chunk),
+        backup_every=backup_every,
+    )
+    on_steps(max(chunk.steps - reported, 0))
+    return rows
 
 
 def _train_chunks(chunks, on_rows, on_steps, backup_of=None, backup_every=600.0):
     for chunk in chunks:
-        reported = 0
+        on_rows(_train_one_chunk(chunk, on_steps, backup_of, backup_every))
 
-        def progress(steps, chunk=chunk):
-            nonlocal reported
-            done = steps * len(chunk.seeds)
-            reported += done
-            on_steps(done)
 
-        rows = train_chunk(
-            chunk.config,
-            chunk.seeds,
-            progress=progress,
-            backup=None if backup_of is None else backup_of(chunk),
-            backup_every=backup_every,
-        )
-        on_steps(max(chunk.steps - reported, 0))
-        on_rows(rows)
+def _train_on_devices(chunks, devices, on_rows, on_steps, backup_of, backup_every):
+    """One chunk per device at a time, each in a thread pinned to its device.
+
+    JAX runs the threads' computations side by side; only this thread writes
+    the results (`on_rows`).
+    """
+    import queue
+    import threading
+
+    import jax
+
+    todo = queue.SimpleQueue()
+    for chunk in chunks:
+        todo.put(chunk)
+    done = queue.SimpleQueue()
+    lock = threading.Lock()
+
+    def locked_steps(steps):
+        with lock:
+            on_steps(steps)
+
+    def worker(device):
+        with jax.default_device(device):
+            while True:
+                try:
+                    chunk = todo.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    done.put(
+                        _train_one_chunk(chunk, locked_steps, backup_of, backup_every)
+                    )
+                except BaseException as error:  # handed to the main thread
+                    done.put(error)
+                    return
+
+    threads = [
+        threading.Thread(target=worker, args=(device,), daemon=True)
+        for device in devices[: len(chunks)]
+    ]
+    for thread in threads:
+        thread.start()
+    for _ in chunks:
+        outcome = done.get()
+        if isinstance(outcome, BaseException):
+            raise outcome
+        on_rows(outcome)
+    for thread in threads:
+        thread.join()
+
+
+def ray_options(engine: str, cluster_gpus: float) -> dict:
+    """The Ray resources of one chunk: a GPU each where the cluster has them.
+
+    With the JAX engine on a cluster that has GPUs, every chunk asks for one
+    GPU (Ray makes it the only one the task sees), so the chunks of a sweep
+    spread over the cluster's GPUs; otherwise one CPU. The workers run the
+    driver's Keras backend.
+
+    Example:
+
+    >>> ray_options("jax", cluster_gpus=8)["num_gpus"]
+    1
+    >>> ray_options("tensorflow", cluster_gpus=8)["num_gpus"]
+    0
+    """
+    gpus = 1 if engine == "jax" and cluster_gpus >= 1 else 0
+    return {
+        "num_cpus": 1,
+        "num_gpus": gpus,
+        "runtime_env": {"env_vars": {"KERAS_BACKEND": engine}},
+    }
 
 
 def _ray_backend(chunks, on_rows, on_steps, address: str):
+    import keras
+
     try:
         import ray
     except ImportError:
@@ -562,10 +781,13 @@ def _ray_backend(chunks, on_rows, on_steps, address: str):
         else:
             ray.init(address=address, log_to_driver=False)
         started = True
-    remote = ray.remote(num_cpus=1)(train_chunk)
+    options = ray_options(
+        keras.backend.backend(), ray.cluster_resources().get("GPU", 0)
+    )
+    remote = ray.remote(**options)(train_chunk)
     pending = {}
     try:
-        pending = {remote.remote(chunk.config, chunk.seeds): chunk for chunk in chunks}
+        pending = {remote.remote(chunk): chunk for chunk in chunks}
         while pending:
             (ready,), _ = ray.wait(list(pending), num_returns=1)
             chunk = pending.pop(ready)
@@ -606,11 +828,17 @@ def run_sweep(
             output of `parse_grid` / `load_grid_file`.
         seeds: `"0-99"`, `"0,3,7-9"` or a list of integers.
         results_path: the results CSV; created if missing, else resumed.
-        chunk_size: at most this many seeds train together as replicas.
+        chunk_size: at most this many runs train together as replicas. On
+            the JAX engine, chunks of configurations that differ only in
+            their task (operation, ranges) are packed together up to this
+            size, so a large `chunk_size` fills a GPU.
         ray_address: None trains the chunks here, one after the other;
             `"local"` starts a Ray runtime on this machine, `"auto"` or an
             address joins a cluster (an already initialized Ray is used as
-            is). Chunks become Ray tasks; this process writes the file.
+            is). Chunks become Ray tasks, each with a GPU of its own where
+            the JAX engine runs on a cluster with GPUs (`ray_options`); this
+            process writes the file. On one machine with several JAX
+            devices, chunks train side by side, one per device.
         progress: one tqdm bar over all seed-steps of the sweep, with an ETA.
         on_chunk: called with the rows of each chunk once they are on disk.
         backup_every: seconds between two backups of the chunk in training
@@ -652,7 +880,7 @@ def run_sweep(
     with _exclusive(path):
         table = read_results(path)
         done = set(zip(table["config_id"].astype(str), table["seed"].astype(int)))
-        chunks = plan_chunks(configs, seeds, chunk_size, done)
+        chunks = plan_chunks(configs, seeds, chunk_size, done, batch=_engine_batches())
         planned_pairs = {(config_id(c), s) for c in configs for s in seeds}
         skipped = len(planned_pairs & done)
         state = {"table": table, "new": 0}
@@ -729,6 +957,7 @@ __all__ = [
     "CONFIG_COLUMNS",
     "CONFIG_FIELDS",
     "LATER_FIELDS",
+    "LATER_RECORD_FIELDS",
     "RECORD_FIELDS",
     "RESULT_COLUMNS",
     "Chunk",
@@ -740,6 +969,7 @@ __all__ = [
     "parse_grid",
     "parse_seeds",
     "plan_chunks",
+    "ray_options",
     "read_results",
     "record_row",
     "run_sweep",

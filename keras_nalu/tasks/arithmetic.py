@@ -7,13 +7,14 @@ import functools
 import math
 import numbers
 import operator
+import sys
 import warnings
 
 import numpy as np
-import tensorflow as tf
 
+from keras_nalu._optional import import_tensorflow
 from keras_nalu._validation import check_choice, check_positive_int
-from keras_nalu.tasks.ranges import Range, stateless_seed
+from keras_nalu.tasks.ranges import Range
 
 OPERATIONS = ("add", "sub", "mul", "div", "squared", "root")
 """The operations of the arithmetic task: + − × ÷ z² √z (z² and √z use `a`)."""
@@ -69,11 +70,19 @@ def apply_operation(operation: str, sums):
     if operation == "squared":
         return first * first
     if operation == "root":
-        return tf.sqrt(first) if tf.is_tensor(first) else np.sqrt(first)
+        if _is_tf_tensor(first):
+            return sys.modules["tensorflow"].sqrt(first)
+        return first**0.5
     raise ValueError(
         f"apply_operation expects operation to be one of {list(OPERATIONS)}. "
         f"Received: operation={operation!r}"
     )
+
+
+def _is_tf_tensor(x) -> bool:
+    """Whether `x` is a TensorFlow tensor (never, if TensorFlow is not loaded)."""
+    tf = sys.modules.get("tensorflow")
+    return tf is not None and tf.is_tensor(x)
 
 
 def _check_seed(owner: str, name: str, value) -> int:
@@ -102,8 +111,13 @@ def _check_ratio(owner: str, name: str, value, allow_zero: bool) -> float:
 
 @functools.lru_cache(maxsize=8)
 def _fixed_inputs(value_range: Range, shape: tuple, seed: int) -> np.ndarray:
-    """The inputs of a fixed (validation or test) set, computed once per key."""
-    x = value_range.sample(shape, stateless_seed(seed)).numpy()
+    """The inputs of a fixed (validation or test) set, computed once per key.
+
+    Drawn in NumPy (`Range.sample_numpy`, equal to TensorFlow's stateless
+    draw), so every engine evaluates on the same inputs, with or without
+    TensorFlow.
+    """
+    x = value_range.sample_numpy(shape, (seed, 0))
     x.setflags(write=False)
     return x
 
@@ -309,26 +323,63 @@ class _SubsetSumTask:
         """
         return self._subsets
 
+    def subset_mask(self) -> np.ndarray:
+        """`(input_size, len(subsets))` float32 of 0 and 1: column j selects subset j.
+
+        `x @ mask` (or `(x[..., None] * mask).sum(-2)`) are the subset sums, a
+        form in which runs with different subsets compute their targets in
+        one vectorized call.
+
+        Example:
+
+        >>> from keras_nalu.tasks import ArithmeticTask
+        >>> ArithmeticTask(input_size=4, explicit_subsets=[[0, 2], [1, 4]]
+        ...                ).subset_mask().T.tolist()
+        [[1.0, 1.0, 0.0, 0.0], [0.0, 1.0, 1.0, 1.0]]
+        """
+        mask = np.zeros((self.input_size, len(self.subsets)), np.float32)
+        for j, (start, end) in enumerate(self.subsets):
+            mask[start:end, j] = 1.0
+        return mask
+
     # --- data -------------------------------------------------------------
 
     def target(self, x):
         """The target t = op(a₀, a₁, …) of inputs `x`; a_j sums subset j.
 
         Args:
-            x: inputs, a NumPy array or a tensor (the last axis is the input).
+            x: inputs (the last axis is the input): a TensorFlow tensor, a JAX
+                array (also inside a compiled function) or anything NumPy
+                reads.
 
         Returns:
-            `t` of shape `(..., 1)`: a tensor if `x` is a tensor, else a NumPy
-            array.
+            `t` of shape `(..., 1)`, of the kind of `x` (NumPy for other
+            array-likes). NumPy inputs are summed in float64 and the target
+            rounded once to the input's dtype.
         """
-        returns_tensor = tf.is_tensor(x)
-        x = self._reduce_steps(tf.convert_to_tensor(x))
+        if _is_tf_tensor(x):
+            tf = sys.modules["tensorflow"]
+            x = self._reduce_steps(x)
+            sums = [
+                tf.reduce_sum(x[..., start:end], axis=-1, keepdims=True)
+                for start, end in self.subsets
+            ]
+            return apply_operation(self.operation, sums)
+        if type(x).__module__.startswith(("jax", "jaxlib")):
+            x = self._reduce_steps(x)
+            sums = [
+                x[..., start:end].sum(axis=-1, keepdims=True)
+                for start, end in self.subsets
+            ]
+            return apply_operation(self.operation, sums)
+        x = np.asarray(x)
+        dtype = x.dtype if np.issubdtype(x.dtype, np.floating) else np.float32
+        x = self._reduce_steps(x.astype(np.float64))
         sums = [
-            tf.reduce_sum(x[..., start:end], axis=-1, keepdims=True)
-            for start, end in self.subsets
+            x[..., start:end].sum(axis=-1, keepdims=True) for start, end in self.subsets
         ]
-        t = apply_operation(self.operation, sums)
-        return t if returns_tensor else t.numpy()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.asarray(apply_operation(self.operation, sums)).astype(dtype)
 
     def _check_split(self, which: str) -> str:
         return check_choice(type(self).__name__, "which", which, SPLITS)
@@ -342,7 +393,7 @@ class _SubsetSumTask:
         )
         return x, self.target(x)
 
-    def train_dataset(self, initial_batch: int = 0) -> tf.data.Dataset:
+    def train_dataset(self, initial_batch: int = 0):
         """An endless stream of fresh training batches from interpolation_range.
 
         Batch `b` is drawn with a stateless seed derived from `(seed, b)`, so the
@@ -355,6 +406,7 @@ class _SubsetSumTask:
         Returns:
             A `tf.data.Dataset` of `(x, t)` float32 batches.
         """
+        tf = import_tensorflow("ArithmeticTask.train_dataset (tf.data)")
         key = tf.constant([self.seed, _TRAIN_STREAM], dtype=tf.int64)
 
         def batch(index):
@@ -366,7 +418,7 @@ class _SubsetSumTask:
             .prefetch(tf.data.AUTOTUNE)
         )
 
-    def train_inputs(self, index, seed=None) -> tf.Tensor:
+    def train_inputs(self, index, seed=None):
         """The inputs x of batch `index` of `train_dataset()`, drawn on their own.
 
         `train_dataset()` yields `(train_inputs(b), target(train_inputs(b)))`
@@ -391,6 +443,7 @@ class _SubsetSumTask:
         >>> bool(np.array_equal(task.train_inputs(0), x))
         True
         """
+        tf = import_tensorflow("ArithmeticTask.train_inputs")
         seed = self.seed if seed is None else seed
         key = tf.stack(
             [tf.cast(seed, tf.int64), tf.constant(_TRAIN_STREAM, dtype=tf.int64)]
@@ -428,11 +481,11 @@ class _SubsetSumTask:
         """
         return self._fixed_data("extrapolation", self.test_size, self.test_seed)
 
-    def validation_dataset(self, batch_size: int | None = None) -> tf.data.Dataset:
+    def validation_dataset(self, batch_size: int | None = None):
         """`validation_data` in batches (of `EVALUATION_BATCH_SIZE` if None)."""
         return _batched(self.validation_data(), batch_size)
 
-    def test_dataset(self, batch_size: int | None = None) -> tf.data.Dataset:
+    def test_dataset(self, batch_size: int | None = None):
         """`test_data` in batches (of `EVALUATION_BATCH_SIZE` if None)."""
         return _batched(self.test_data(), batch_size)
 
@@ -464,6 +517,7 @@ def _batched(data, batch_size):
     if batch_size is None:
         batch_size = EVALUATION_BATCH_SIZE
     batch_size = check_positive_int("Dataset", "batch_size", batch_size)
+    tf = import_tensorflow("tf.data evaluation datasets")
     return tf.data.Dataset.from_tensor_slices(data).batch(batch_size)
 
 
@@ -545,7 +599,7 @@ class ArithmeticTask(_SubsetSumTask):
         """The shape of one example, `(input_size,)`."""
         return (self.input_size,)
 
-    def sample(self, n: int, which: str, seed) -> tuple[tf.Tensor, tf.Tensor]:
+    def sample(self, n: int, which: str, seed):
         """Draws `n` examples from the interpolation or extrapolation range.
 
         Args:

@@ -8,7 +8,9 @@ import numbers
 import re
 
 import numpy as np
-import tensorflow as tf
+
+from keras_nalu._optional import import_tensorflow
+from keras_nalu.tasks._philox import philox_uniform
 
 # "U[1, 2]", "[1,2]", "(1, 2)": one bracketed pair of bounds.
 _BRACKETED_PART = re.compile(r"[\[(]([^\[\]()]*)[\])]")
@@ -16,7 +18,7 @@ _BRACKETED_PART = re.compile(r"[\[(]([^\[\]()]*)[\])]")
 _UNION_FILLER = re.compile(r"[\sUu∪|+]*")
 
 
-def stateless_seed(seed) -> tf.Tensor:
+def stateless_seed(seed):
     """The shape-[2] int64 seed of TensorFlow's stateless random ops.
 
     Args:
@@ -26,6 +28,7 @@ def stateless_seed(seed) -> tf.Tensor:
     Returns:
         An int64 tensor of shape `[2]`.
     """
+    tf = import_tensorflow("stateless_seed")
     if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
         return tf.constant([int(seed), 0], dtype=tf.int64)
     seed = tf.cast(tf.convert_to_tensor(seed), tf.int64)
@@ -120,6 +123,29 @@ def _check_parts(parts, name: str) -> tuple[tuple[float, float], ...]:
     return parts
 
 
+def place_uniform(unit, scale, lows, highs, starts, boundaries, xp=np):
+    """Maps numbers uniform in [0, 1) onto a range given as `Range.table`.
+
+    For one part `U[l, h]` the value is `l + unit·(h − l)`; for a union, the
+    position `unit · width` is laid along the parts one after the other, so
+    each part is hit with probability proportional to its width. Written once
+    for NumPy and JAX (`xp`), also for per-run tables under `jax.vmap`.
+
+    Args:
+        unit: float32 numbers in [0, 1).
+        scale, lows, highs, starts, boundaries: the range's `table()`.
+        xp: the array module, NumPy or `jax.numpy`.
+
+    Returns:
+        Values inside the range, of the shape of `unit`.
+    """
+    position = unit * scale
+    part = xp.sum((position[..., None] >= boundaries).astype("int32"), axis=-1)
+    values = lows[part] + (position - starts[part])
+    # Rounding must not carry a value into a gap.
+    return xp.clip(values, lows[part], highs[part])
+
+
 @dataclasses.dataclass(frozen=True)
 class Range:
     """A uniform range or a union of uniform ranges, e.g. U[-6,-2] ∪ U[2,6].
@@ -209,7 +235,83 @@ class Range:
         """The total width of the parts (the measure of the union)."""
         return sum(hi - lo for lo, hi in self.parts)
 
-    def sample(self, shape, seed, dtype="float32") -> tf.Tensor:
+    def table(self, num_parts: int | None = None) -> tuple[np.ndarray, ...]:
+        """The range as float32 arrays for `place_uniform`, padded to `num_parts`.
+
+        Returns `(scale, lows, highs, starts, boundaries)`: numbers uniform in
+        [0, 1) times `scale` are positions along the parts laid end to end;
+        part j covers positions from `starts[j]`, and `boundaries` are the
+        positions where a part ends (+inf for padding). Ranges with fewer parts
+        are padded with empty parts that no position reaches, so runs on
+        different ranges can draw in one vectorized call.
+
+        Args:
+            num_parts: the number of parts to pad to; default, this range's.
+        """
+        count = len(self.parts) if num_parts is None else num_parts
+        if count < len(self.parts):
+            raise ValueError(
+                f"Range.table expects num_parts >= {len(self.parts)}. "
+                f"Received: num_parts={num_parts!r}"
+            )
+        lows = np.array([lo for lo, _ in self.parts], np.float32)
+        highs = np.array([hi for _, hi in self.parts], np.float32)
+        if len(self.parts) == 1:
+            # TensorFlow's stateless_uniform(minval, maxval): the float32 width.
+            scale = highs[0] - lows[0]
+            starts = np.zeros(1, np.float32)
+            boundaries = np.zeros(0, np.float32)
+        else:
+            widths = [hi - lo for lo, hi in self.parts]
+            ends = np.cumsum(widths)
+            scale = np.float32(ends[-1])
+            starts = (ends - widths).astype(np.float32)
+            boundaries = ends[:-1].astype(np.float32)
+        pad = count - len(self.parts)
+        return (
+            np.float32(scale),
+            np.concatenate([lows, np.full(pad, highs[-1], np.float32)]),
+            np.concatenate([highs, np.full(pad, highs[-1], np.float32)]),
+            np.concatenate([starts, np.full(pad, np.inf, np.float32)]),
+            np.concatenate([boundaries, np.full(pad, np.inf, np.float32)]),
+        )
+
+    def place(self, unit, xp=np):
+        """Maps numbers uniform in [0, 1) onto the range, uniformly.
+
+        `place_uniform` with this range's `table`: the arithmetic `sample`
+        does in TensorFlow, so `place(philox_uniform(shape, seed))` equals
+        `sample(shape, seed)` bit for bit.
+
+        Args:
+            unit: float32 array of numbers in [0, 1).
+            xp: the array module of `unit` (NumPy, or `jax.numpy`).
+
+        Returns:
+            An array of the shape and dtype of `unit` inside the range.
+        """
+        return place_uniform(unit, *self.table(), xp=xp)
+
+    def sample_numpy(self, shape, seed) -> np.ndarray:
+        """`sample` computed in NumPy: the same float32 values, without TensorFlow.
+
+        Args:
+            shape: output shape.
+            seed: an integer or a pair of integers.
+
+        Returns:
+            A float32 NumPy array equal to `sample(shape, seed).numpy()`.
+
+        Example:
+
+        >>> from keras_nalu.tasks import Range
+        >>> x = Range.parse("U[-6,-2] ∪ U[2,6]").sample_numpy((4,), seed=1)
+        >>> [round(float(v), 2) for v in x]
+        [5.03, -2.32, 2.8, -2.86]
+        """
+        return self.place(philox_uniform(shape, seed))
+
+    def sample(self, shape, seed, dtype="float32"):
         """Draws a tensor of independent samples with stateless random ops.
 
         For a union, each element picks a part at random with probability
@@ -226,6 +328,7 @@ class Range:
             A tensor of `shape` and `dtype` whose every element lies in the
             range.
         """
+        tf = import_tensorflow("Range.sample")
         dtype = tf.as_dtype(dtype)
         seed = stateless_seed(seed)
         lows = tf.constant([lo for lo, _ in self.parts], dtype=dtype)

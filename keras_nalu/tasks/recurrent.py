@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-
-import tensorflow as tf
+import sys
 
 from keras_nalu._validation import check_positive_int
 from keras_nalu.tasks.arithmetic import (
     DEFAULT_TEST_SEED,
     DEFAULT_VALIDATION_SEED,
+    _is_tf_tensor,
     _SubsetSumTask,
 )
 from keras_nalu.tasks.ranges import Range
@@ -92,16 +92,16 @@ class RecurrentArithmeticTask(_SubsetSumTask):
         return (length or self._steps(split), self.input_size)
 
     def _reduce_steps(self, x):
-        return tf.reduce_sum(x, axis=-2)
+        if _is_tf_tensor(x):
+            return sys.modules["tensorflow"].reduce_sum(x, axis=-2)
+        return x.sum(axis=-2)
 
     @property
     def input_shape(self) -> tuple[None, int]:
         """`(None, input_size)`: any number of steps of `input_size` values."""
         return (None, self.input_size)
 
-    def sample(
-        self, n: int, which: str, seed, length: int | None = None
-    ) -> tuple[tf.Tensor, tf.Tensor]:
+    def sample(self, n: int, which: str, seed, length: int | None = None):
         """Draws `n` sequences from the interpolation or extrapolation range.
 
         Args:

@@ -1,0 +1,945 @@
+"""What every replica engine shares: setup, the loop, evaluation, backups, records.
+
+An engine trains R runs of the arithmetic task together as one vectorized
+model: the replicas' weights are stacked along a leading axis and one
+template Keras model computes every replica's loss with
+`model.stateless_call`, so each unit's formula (regularizers included) is the
+one in its layer. The engines differ only in how a block of training steps
+and an evaluation are compiled: `engines/tensorflow.py` (`tf.function`,
+`tf.vectorized_map`) and `engines/jax.py` (`jax.jit`, `jax.vmap`,
+`jax.lax.scan`). Everything else lives here, the way Keras shares
+`keras/src/trainers/trainer.py` between its backends' trainers.
+
+Per replica, everything follows `run_experiment` with that replica's config:
+
+- initialization: the weights `build_model` gives after
+  `keras.utils.set_random_seed(seed)`;
+- λ(t): the preset's `RegularizationSchedule`, held over each block of
+  `steps_per_execution` steps, as in `model.fit`;
+- constraints: each weight's constraint, per replica, after every step;
+- evaluation every `eval_every` steps on the task's fixed validation and test
+  sets, judged by `summarize_evaluations` against `success_threshold`;
+- divergence: a replica whose loss or weights stop being finite is frozen at
+  its last finite state and recorded as diverged; the others never see it.
+
+Reference: Madsen & Johansen, "Neural Arithmetic Units", ICLR 2020, §4.1.1
+and App. C.2 (100 seeds per configuration).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import json
+import math
+import os
+import time
+import zipfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import keras
+import numpy as np
+
+from keras_nalu.callbacks import RegularizationSchedule, find_scheduled_regularizers
+from keras_nalu.evaluation import (
+    Evaluation,
+    sparsity_error,
+    success_threshold,
+    summarize_evaluations,
+)
+from keras_nalu.experiment import ExperimentConfig
+from keras_nalu.models import build_model, get_preset
+
+_NON_ELEMENTWISE_OPTIONS = ("clipnorm", "global_clipnorm", "use_ema")
+BACKUP_FORMAT = 1
+
+RECIPE_FIELDS = (
+    "model",
+    "iterations",
+    "hidden_size",
+    "learning_rate",
+    "optimizer",
+    "epsilon",
+    "sparsity",
+    "sparsity_start",
+    "sparsity_end",
+    "input_size",
+    "batch_size",
+    "eval_every",
+    "stop_on_success",
+    "steps_per_execution",
+)
+"""The config fields that fix the model, its training and the loop: replicas
+trained together must agree on them. They may differ in the task's data
+(operation, ranges, subsets) and their seeds."""
+
+
+def execution_size(config: ExperimentConfig) -> int:
+    """The single run's steps per execution: λ(t) changes only at its multiples."""
+    return math.gcd(config.steps_per_execution, config.eval_every)
+
+
+def total_steps(config: ExperimentConfig) -> int:
+    """Optimizer steps `run_experiment` takes: whole epochs of `eval_every`."""
+    steps_per_epoch = min(config.eval_every, config.iterations)
+    return math.ceil(config.iterations / steps_per_epoch) * steps_per_epoch
+
+
+def vectorizable(config: ExperimentConfig) -> bool:
+    """Whether `train_replicas` can train `config`'s preset as replicas.
+
+    Presets whose callbacks act on one model at a time (the iNALU's
+    loss-gated regularization and reinitialization) cannot be vectorized;
+    sweeps train their seeds one after the other with `run_experiment`.
+
+    Example:
+
+    >>> from keras_nalu.experiment import ExperimentConfig
+    >>> vectorizable(ExperimentConfig(model="nmu"))
+    True
+    >>> vectorizable(ExperimentConfig(model="inalu"))
+    False
+    """
+    return not get_preset(config.model).callbacks
+
+
+def recipe(config: ExperimentConfig) -> tuple:
+    """The values of `RECIPE_FIELDS`: equal recipes can train as one run."""
+    return tuple(getattr(config, name) for name in RECIPE_FIELDS)
+
+
+def check_seeds(seeds) -> list[int]:
+    """Distinct integer seeds >= 0, as a list, or a ValueError naming the bad one."""
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError("train_replicas expects at least one seed. Received: []")
+    for seed in seeds:
+        if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+            raise ValueError(
+                f"train_replicas expects integer seeds >= 0. Received: seed={seed!r}"
+            )
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(
+            f"train_replicas expects distinct seeds. Received: seeds={seeds!r}"
+        )
+    return [int(seed) for seed in seeds]
+
+
+def _check_configs(configs) -> list[ExperimentConfig]:
+    configs = list(configs)
+    if not configs:
+        raise ValueError("ReplicaRun expects at least one config. Received: []")
+    for config in configs:
+        if not isinstance(config, ExperimentConfig):
+            raise ValueError(
+                f"ReplicaRun expects ExperimentConfig objects. Received: {config!r}"
+            )
+    first = recipe(configs[0])
+    for config in configs[1:]:
+        if recipe(config) != first:
+            differ = [
+                name
+                for name, a, b in zip(RECIPE_FIELDS, first, recipe(config))
+                if a != b
+            ]
+            raise ValueError(
+                "ReplicaRun trains configs together only if they share the model "
+                f"and its training; these differ in {differ}. Received: "
+                f"{configs[0].name} and {config.name}"
+            )
+    keys = [(c.seed, *dataclasses.astuple(c)) for c in configs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("ReplicaRun expects distinct runs; a config repeats.")
+    return configs
+
+
+def build_replica(config: ExperimentConfig):
+    """The model and callbacks `run_experiment` builds for `config`."""
+    keras.utils.set_random_seed(config.seed)
+    return build_model(
+        config.model,
+        input_size=config.input_size,
+        hidden_size=config.hidden_size,
+        learning_rate=config.learning_rate,
+        optimizer=config.optimizer,
+        epsilon=config.epsilon,
+        sparsity=config.sparsity,
+        start=config.sparsity_start,
+        end=config.sparsity_end,
+        steps_per_execution=execution_size(config),
+    )
+
+
+def _partial(backup: Path) -> Path:
+    """The file a backup is written to before it is renamed over `backup`."""
+    return backup.with_name(f".{backup.name}.partial")
+
+
+_WITH_ENGINE = {}
+
+
+def _with_engine(cls, engine: str | None):
+    """`cls` on an engine: the engine's class, or a subclass of `cls` and it.
+
+    A subclass of `ReplicaRun` that names no engine (e.g. one overriding
+    `training_batch`) runs on the Keras backend's engine, its methods first.
+    """
+    from keras_nalu.sweeps.engines import engine_class
+
+    if cls.engine is not None:
+        return cls
+    engine_cls = engine_class(engine)
+    if cls is ReplicaRun:
+        return engine_cls
+    key = (cls, engine_cls)
+    if key not in _WITH_ENGINE:
+        _WITH_ENGINE[key] = type(
+            cls.__name__,
+            (cls, engine_cls),
+            {"__module__": cls.__module__, "__qualname__": cls.__qualname__},
+        )
+    return _WITH_ENGINE[key]
+
+
+class ReplicaRun:
+    """R seeds of one `ExperimentConfig` trained as one vectorized model.
+
+    With W_r the weights of replica r, stacked as W = [W_1, ..., W_R], each
+    step minimizes
+
+        L(W) = Σ_r [ MSE(f(x_r; W_r), t_r) + λ(t) · Σ_layers R_sparse(W_r) ],
+
+    f being the template model (`stateless_call`) and (x_r, t_r) batch t of
+    replica r's stream; ∂L/∂W_r is replica r's own gradient, and Adam
+    (element-wise) updates each replica as if it were trained alone.
+
+    `ReplicaRun(...)` returns the engine of the Keras backend in use: the
+    TensorFlow engine under `KERAS_BACKEND=tensorflow`, the JAX engine under
+    `KERAS_BACKEND=jax` (or the one named by `engine`). Build it, call
+    `train()`, then read `results()` (one `run_experiment`-style record per
+    replica) or `model_for(r)` (a Keras model holding replica r's weights).
+    `train(backup=…)` saves the whole state now and then (`save_backup`), and
+    a new run of the same configuration and seeds continues from it
+    (`restore_backup`). `ReplicaRun.batched(configs)` trains runs of
+    different tasks (operation, ranges, subsets) that share the model and its
+    training as one run (JAX engine).
+
+    Args:
+        config: the configuration; its `seed` is ignored (see `seeds`).
+        seeds: the replicas' seeds, distinct integers >= 0.
+        engine: "tensorflow", "jax", or None for the Keras backend's.
+
+    Example:
+
+    >>> from keras_nalu.experiment import ExperimentConfig
+    >>> from keras_nalu.sweeps.replicas import ReplicaRun
+    >>> config = ExperimentConfig(model="nau", input_size=10, iterations=200,
+    ...                           eval_every=100)
+    >>> run = ReplicaRun(config, seeds=[0, 1])
+    >>> run.train(progress=False)
+    >>> [record["config"]["seed"] for record in run.results()]
+    [0, 1]
+
+    Reference: Madsen & Johansen (2020), §4.1.1 and App. C.2.
+    """
+
+    #: the engine's name, recorded in every result ("tensorflow", "jax").
+    engine = None
+    #: whether the engine trains runs of different tasks together (`batched`).
+    supports_batched = False
+
+    def __new__(cls, *args, engine: str | None = None, **kwargs):
+        return super().__new__(_with_engine(cls, engine))
+
+    def __init__(
+        self,
+        config: ExperimentConfig,
+        seeds: Sequence[int],
+        engine: str | None = None,
+    ):
+        seeds = check_seeds(seeds)
+        configs = [dataclasses.replace(config, seed=s) for s in seeds]
+        self._setup(configs, single=config)
+
+    @classmethod
+    def batched(cls, configs: Sequence[ExperimentConfig], engine: str | None = None):
+        """One run of several configurations, each with its own seed.
+
+        The configs must share the model and its training (`RECIPE_FIELDS`)
+        and may differ in the task: operation, subset geometry, ranges and
+        seed. Each replica's record equals its config's run alone, up to
+        float rounding.
+
+        Args:
+            configs: the runs, one `ExperimentConfig` each (seed included).
+            engine: as for `ReplicaRun`; only engines with `supports_batched`.
+
+        Returns:
+            The `ReplicaRun`.
+        """
+        klass = _with_engine(cls, engine)
+        configs = _check_configs(configs)
+        single = len({dataclasses.replace(c, seed=0) for c in configs}) == 1
+        if not single and not klass.supports_batched:
+            raise ValueError(
+                f"The {klass.engine} engine trains one configuration at a time; "
+                "batched runs of different tasks need the JAX engine "
+                "(KERAS_BACKEND=jax)."
+            )
+        run = object.__new__(klass)
+        run._setup(configs, single=configs[0] if single else None)
+        return run
+
+    # --- construction -------------------------------------------------------
+
+    def _setup(self, configs, single) -> None:
+        self.configs = _check_configs(configs)
+        self.seeds = [c.seed for c in self.configs]
+        # `config` is the shared configuration (seed ignored) of a plain run.
+        self.config = single if single is not None else self.configs[0]
+        self.single = single is not None
+        self.tasks = [c.task() for c in self.configs]
+        self.task = self.tasks[0]
+        self.thresholds = np.array([success_threshold(t) for t in self.tasks])
+        self.threshold = float(self.thresholds[0])
+        self.total_steps = total_steps(self.config)
+        self._block = execution_size(self.config)
+        self._build_replicas()
+        self._evaluations = [[] for _ in self.configs]
+        self._iterations = [None] * self.num_replicas
+        self._loss_diverged = [False] * self.num_replicas
+        self._active = np.ones(self.num_replicas, dtype=bool)
+        self.step = 0
+        self.wall_time = 0.0
+        self._build_engine()
+
+    @property
+    def num_replicas(self) -> int:
+        return len(self.configs)
+
+    def _build_replicas(self) -> None:
+        weights, template, template_callbacks = [], None, []
+        for config in self.configs:
+            model, callbacks = build_replica(config)
+            weights.append(
+                [keras.ops.convert_to_numpy(v) for v in model.trainable_variables]
+            )
+            if template is None:
+                template, template_callbacks = model, callbacks
+            del model
+        gc.collect()
+        self.template = template
+        extra = [
+            c for c in template_callbacks if not isinstance(c, RegularizationSchedule)
+        ]
+        if extra:
+            raise ValueError(
+                f"train_replicas cannot vectorize preset {self.config.model!r}: it "
+                f"trains with {[type(c).__name__ for c in extra]}, which act on one "
+                "model at a time. Use run_experiment for each seed."
+            )
+        schedules = [
+            c for c in template_callbacks if isinstance(c, RegularizationSchedule)
+        ]
+        self._schedule = schedules[0] if schedules else None
+        self._regularizers = (
+            find_scheduled_regularizers(template) if self._schedule else []
+        )
+        strengths = {id(r.current_strength) for r in self._regularizers}
+        state = [v for v in template.non_trainable_variables if id(v) not in strengths]
+        if state:
+            raise ValueError(
+                f"train_replicas expects a model without non-trainable state. "
+                f"Received: preset {self.config.model!r} with "
+                f"{[v.path for v in state]}"
+            )
+        self._variables = list(template.trainable_variables)
+        self._initial_weights = [
+            np.stack([replica[i] for replica in weights])
+            for i in range(len(self._variables))
+        ]
+        self._constraints = [v.constraint for v in self._variables]
+        optimizer_config = template.optimizer.get_config()
+        for option in _NON_ELEMENTWISE_OPTIONS:
+            if optimizer_config.get(option):
+                raise ValueError(
+                    f"train_replicas needs an element-wise optimizer; {option} "
+                    "mixes the replicas. Received: "
+                    f"{option}={optimizer_config[option]!r}"
+                )
+        self._optimizer_config = optimizer_config
+        loss = keras.losses.get(template.loss)
+        if isinstance(loss, keras.losses.Loss):
+            self._loss = loss
+        else:  # a per-sample function, e.g. "mse": the mean over the batch
+            self._loss = lambda t, y: keras.ops.mean(loss(t, y))
+
+    def _new_optimizer(self, stacked_variables):
+        """The template's optimizer, built on the stacked weights."""
+        optimizer = type(self.template.optimizer).from_config(self._optimizer_config)
+        optimizer.build(stacked_variables)
+        return optimizer
+
+    def _eval_groups(self) -> list[tuple[np.ndarray, tuple, tuple]]:
+        """Replicas sharing validation and test inputs, with those sets.
+
+        Returns:
+            `(replicas, (x_val, t_val), (x_test, t_test))` per group, the
+            targets stacked per replica of the group: `(n, size, 1)`.
+        """
+        groups = {}
+        for r, task in enumerate(self.tasks):
+            key = (
+                task.interpolation_range,
+                task.extrapolation_range,
+                task.validation_size,
+                task.test_size,
+                task.validation_seed,
+                task.test_seed,
+            )
+            groups.setdefault(key, []).append(r)
+        result = []
+        for members in groups.values():
+            validation = [self.tasks[r].validation_data() for r in members]
+            test = [self.tasks[r].test_data() for r in members]
+            result.append(
+                (
+                    np.array(members),
+                    (validation[0][0], np.stack([t for _, t in validation])),
+                    (test[0][0], np.stack([t for _, t in test])),
+                )
+            )
+        return result
+
+    # --- what an engine implements ------------------------------------------
+
+    def _build_engine(self) -> None:
+        """Creates the engine's state from `_initial_weights` and the optimizer."""
+        raise NotImplementedError
+
+    def _train_block(self, start: int, strengths: np.ndarray) -> None:
+        """Trains steps `start … start + len(strengths) - 1`.
+
+        `strengths[i, j]` is λ of scheduled regularizer j at step start + i.
+        """
+        raise NotImplementedError
+
+    def _replica_errors(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every replica's interpolation and extrapolation MSE now, float64 `[R]`."""
+        raise NotImplementedError
+
+    def _diverged_at(self) -> np.ndarray:
+        """`[R]` int: the step at which each replica diverged, or -1."""
+        raise NotImplementedError
+
+    def _set_active(self, active: np.ndarray) -> None:
+        """Tells the compiled step which replicas still train."""
+        raise NotImplementedError
+
+    def _state_arrays(self) -> list[np.ndarray]:
+        """The engine's whole state as arrays, for `save_backup`."""
+        raise NotImplementedError
+
+    def _load_state_arrays(self, arrays: list[np.ndarray]) -> None:
+        """Restores `_state_arrays()` (shapes already checked)."""
+        raise NotImplementedError
+
+    def stacked_weights(self) -> list[np.ndarray]:
+        """Every trainable weight, stacked over replicas: `[R, ...]` arrays."""
+        raise NotImplementedError
+
+    def stacked_optimizer_state(self) -> list[np.ndarray]:
+        """Every per-weight optimizer variable (Adam's m, v), stacked: `[R, ...]`."""
+        raise NotImplementedError
+
+    def _state_shapes(self) -> list[tuple]:
+        return [tuple(a.shape) for a in self._state_arrays()]
+
+    # --- evaluation -----------------------------------------------------------
+
+    def _strengths(self, start: int, stop: int) -> np.ndarray:
+        """λ of every scheduled regularizer for steps start … stop - 1."""
+        table = np.zeros((stop - start, len(self._regularizers)), np.float32)
+        for row, step in enumerate(range(start, stop)):
+            held = step - step % self._block
+            for j, regularizer in enumerate(self._regularizers):
+                table[row, j] = self._schedule.strength_for(regularizer, held)
+        return table
+
+    def _sparsity_errors(self, replicas) -> dict[int, float]:
+        stacked = self.stacked_weights()
+        errors = {}
+        for r in replicas:
+            for variable, values in zip(self._variables, stacked):
+                variable.assign(values[r])
+            errors[r] = sparsity_error(self.template)
+        return errors
+
+    def _evaluate(self, step: int) -> None:
+        interpolation, extrapolation = self._replica_errors()
+        replicas = np.flatnonzero(self._active)
+        errors = self._sparsity_errors(replicas)
+        for r in replicas:
+            evaluation = Evaluation(
+                step=step,
+                interpolation_mse=float(interpolation[r]),
+                extrapolation_mse=float(extrapolation[r]),
+                sparsity_error=errors[r],
+            )
+            self._evaluations[r].append(evaluation)
+            finite = math.isfinite(evaluation.interpolation_mse) and math.isfinite(
+                evaluation.extrapolation_mse
+            )
+            solved = evaluation.extrapolation_mse < self.thresholds[r]
+            if not finite or (self.config.stop_on_success and solved):
+                self._stop(r, step)
+        self._set_active(self._active)
+
+    def _stop(self, r: int, step: int) -> None:
+        self._active[r] = False
+        self._iterations[r] = step
+
+    def _collect_divergence(self) -> None:
+        diverged_at = self._diverged_at()
+        for r in np.flatnonzero(self._active & (diverged_at >= 0)):
+            step = int(diverged_at[r])
+            self._loss_diverged[r] = True
+            self._evaluations[r].append(Evaluation(step, math.nan, math.nan, math.nan))
+            self._active[r] = False
+            self._iterations[r] = step
+
+    # --- the loop -------------------------------------------------------------
+
+    def _description(self) -> str:
+        if self.single:
+            return (
+                f"{self.config.model}-{self.config.operation} "
+                f"×{self.num_replicas} seeds"
+            )
+        return f"{self.config.model} ×{self.num_replicas} runs"
+
+    def train(
+        self,
+        progress: bool | Callable[[int], None] = True,
+        backup: str | os.PathLike | None = None,
+        backup_every: float = 600.0,
+    ) -> None:
+        """Trains every replica for the configuration's iterations.
+
+        Evaluates at step 0 and every `eval_every` steps; a replica stops when
+        it diverges, or (with `stop_on_success`) at its first solved
+        evaluation; the loop ends when none is left or at the last step.
+        Called again, e.g. after `restore_backup`, it continues from `step`.
+
+        Args:
+            progress: True for a tqdm bar over the steps, False for none, or a
+                callable that receives the number of steps just done (a
+                restored run first reports the steps it starts from).
+            backup: a file that `save_backup` writes after an evaluation once
+                `backup_every` seconds have passed since the last one, so a
+                killed run loses at most that much training.
+            backup_every: seconds between two backups; 0 writes one after
+                every evaluation.
+        """
+        if backup_every < 0:
+            raise ValueError(
+                f"train expects backup_every >= 0 seconds. "
+                f"Received: backup_every={backup_every!r}"
+            )
+        bar = None
+        if progress is True:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(
+                total=self.total_steps,
+                initial=self.step,
+                desc=self._description(),
+                unit="step",
+                dynamic_ncols=True,
+            )
+        elif callable(progress) and self.step:
+            progress(self.step)
+        started = last_backup = time.perf_counter()
+        try:
+            if self.step == 0 and not any(self._evaluations):
+                self._evaluate(0)
+            every = self.config.eval_every
+            while self.step < self.total_steps and self._active.any():
+                stop = min((self.step // every + 1) * every, self.total_steps)
+                self._train_block(self.step, self._strengths(self.step, stop))
+                done, self.step = stop - self.step, stop
+                self._collect_divergence()
+                self._evaluate(self.step)
+                now = time.perf_counter()
+                if backup is not None and now - last_backup >= backup_every:
+                    self.wall_time += now - started
+                    started = last_backup = now
+                    self.save_backup(backup)
+                if bar is not None:
+                    bar.update(done)
+                    bar.set_postfix(running=int(self._active.sum()), refresh=False)
+                elif callable(progress):
+                    progress(done)
+        finally:
+            self.wall_time += time.perf_counter() - started
+            if bar is not None:
+                bar.close()
+        for r in np.flatnonzero(self._active):
+            self._iterations[r] = self.step
+
+    # --- backup and restore -----------------------------------------------------
+
+    def _identity(self) -> dict:
+        """What a backup must match: the configuration(s), seeds and engine."""
+        if self.single:
+            config = {k: v for k, v in self.config.to_config().items() if k != "seed"}
+            identity = {"config": config, "seeds": self.seeds}
+        else:
+            identity = {"configs": [c.to_config() for c in self.configs]}
+        if self.engine != "tensorflow":  # TF backups predate this key
+            identity["engine"] = self.engine
+        return json.loads(json.dumps(identity))
+
+    def save_backup(self, path: str | os.PathLike) -> None:
+        """Writes the run's whole state at `step` to one `.npz` file.
+
+        The state is every replica's weights and optimizer variables (Adam's
+        moments and step count), which replicas are still running, and the
+        evaluations so far; the training batches need none, as batch b is a
+        function of b. The file is written beside `path` and renamed over it,
+        so it is always a complete backup. `restore_backup` reads it back.
+        """
+        path = Path(path)
+        state = {
+            "format": BACKUP_FORMAT,
+            **self._identity(),
+            "step": self.step,
+            "wall_time": self.wall_time,
+            "evaluations": [
+                [dataclasses.astuple(e) for e in evaluations]
+                for evaluations in self._evaluations
+            ],
+            "iterations": self._iterations,
+            "loss_diverged": self._loss_diverged,
+            "active": self._active.tolist(),
+        }
+        arrays = {
+            f"variable_{i}": np.asarray(values)
+            for i, values in enumerate(self._state_arrays())
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = _partial(path)
+        with open(partial, "wb") as file:
+            np.savez(file, state=np.array(json.dumps(state)), **arrays)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(partial, path)
+
+    def restore_backup(self, path: str | os.PathLike) -> bool:
+        """Continues from a `save_backup` file of this configuration and seeds.
+
+        Returns:
+            True if the file existed and the run now stands at its step;
+            False if there is no such file (the run is untouched).
+
+        Raises:
+            ValueError: the file is not a backup of this configuration and
+                these seeds, or of another engine (the run is untouched).
+        """
+        path = Path(path)
+        if not path.exists():
+            return False
+        shapes = self._state_shapes()
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                state = json.loads(str(data["state"])) if "state" in data else {}
+                arrays = [data.get(f"variable_{i}") for i in range(len(shapes))]
+        except (OSError, ValueError, TypeError, AttributeError, zipfile.BadZipFile):
+            state, arrays = {}, []
+        if not isinstance(state, dict):
+            state = {}
+        identity = self._identity()
+        if state.get("format") != BACKUP_FORMAT or any(
+            state.get(key) != value for key, value in identity.items()
+        ):
+            raise ValueError(
+                f"{path} is not a backup of this run ({self._description()}, "
+                f"{self.engine} engine); delete it to start afresh."
+            )
+        if "engine" in state and "engine" not in identity:
+            raise ValueError(
+                f"{path} is a backup of the {state['engine']} engine, not of the "
+                f"{self.engine} engine; delete it to start afresh."
+            )
+        for values, shape in zip(arrays, shapes):
+            if values is None or tuple(values.shape) != shape:
+                raise ValueError(
+                    f"{path} does not hold this run's variables; delete it to "
+                    "start afresh."
+                )
+        self._load_state_arrays(arrays)
+        self.step = int(state["step"])
+        self.wall_time = float(state["wall_time"])
+        self._evaluations = [
+            [Evaluation(*row) for row in rows] for rows in state["evaluations"]
+        ]
+        self._iterations = list(state["iterations"])
+        self._loss_diverged = list(state["loss_diverged"])
+        self._active = np.array(state["active"], dtype=bool)
+        self._set_active(self._active)
+        return True
+
+    # --- results --------------------------------------------------------------
+
+    def device(self) -> str:
+        """The device the engine trains on, in words (e.g. "cpu")."""
+        return "cpu"
+
+    def results(self) -> list[dict]:
+        """One record per replica, with the fields of `run_experiment`'s record.
+
+        `wall_time` is the wall time of the whole vectorized run (shared by
+        its replicas); `iterations_per_second` is per replica, and `replicas`
+        says how many replicas trained together; `engine` and `device` say
+        where.
+        """
+        records = []
+        device = self.device()
+        for r, config in enumerate(self.configs):
+            verdict = _verdict(
+                self._evaluations[r], float(self.thresholds[r]), self._loss_diverged[r]
+            )
+            iterations = self._iterations[r]
+            if iterations is None:
+                iterations = self.step
+            records.append(
+                {
+                    "name": config.name,
+                    "config": config.to_config(),
+                    "task": self.tasks[r].to_config(),
+                    "subsets": [list(subset) for subset in self.tasks[r].subsets],
+                    **verdict,
+                    "threshold": float(self.thresholds[r]),
+                    "evaluations": len(self._evaluations[r]),
+                    "iterations": iterations,
+                    "wall_time": self.wall_time,
+                    "iterations_per_second": (
+                        iterations / self.wall_time if self.wall_time > 0 else None
+                    ),
+                    "history": [dataclasses.astuple(e) for e in self._evaluations[r]],
+                    "replicas": self.num_replicas,
+                    "engine": self.engine,
+                    "device": device,
+                }
+            )
+        return records
+
+    def weights(self, r: int) -> list[np.ndarray]:
+        """Replica r's trainable weights, in `model.trainable_variables` order."""
+        return [w[r] for w in self.stacked_weights()]
+
+    def optimizer_state(self, r: int) -> list[np.ndarray]:
+        """Replica r's slice of every per-weight optimizer variable (Adam's m, v)."""
+        return [v[r] for v in self.stacked_optimizer_state()]
+
+    def model_for(self, r: int) -> keras.Model:
+        """A compiled Keras model of the configuration holding replica r's weights.
+
+        Example:
+
+        >>> from keras_nalu.experiment import ExperimentConfig
+        >>> from keras_nalu.sweeps.replicas import ReplicaRun
+        >>> run = ReplicaRun(ExperimentConfig(model="nau", input_size=10,
+        ...                                   iterations=10, eval_every=10), [4, 7])
+        >>> model = run.model_for(1)
+        >>> [tuple(w.shape) for w in model.trainable_weights]
+        [(10, 2), (2, 1)]
+        """
+        model, _ = build_replica(self.configs[r])
+        for variable, values in zip(model.trainable_variables, self.weights(r)):
+            variable.assign(values)
+        return model
+
+
+def _verdict(evaluations, threshold: float, loss_diverged: bool) -> dict:
+    """`summarize_evaluations`, with a replica stopped for a NaN loss failed."""
+    verdict = summarize_evaluations(evaluations, threshold)
+    if loss_diverged:
+        verdict["diverged"], verdict["success"] = True, False
+    return verdict
+
+
+def read_backup(path: str | os.PathLike) -> list[dict]:
+    """Each seed's verdict so far, read from a chunk's backup file.
+
+    A long sweep chunk (hours at 5·10⁶ steps) writes `save_backup` files as
+    it trains; this reads one without building the model or touching the
+    run, so it can look at a chunk that is still training. The verdict is
+    `summarize_evaluations` over the evaluations up to the backup's step,
+    the same rule that judges the finished run. It is the verdict the run
+    would give if it stopped at the backup's step; a later step with a lower
+    interpolation MSE can still change it either way.
+
+    Args:
+        path: a `.npz` file written by `ReplicaRun.save_backup`, e.g. one
+            in a sweep's `<results>.backup/` folder.
+
+    Returns:
+        One dict per replica: `model`, `operation`, `seed`, `step` (where the
+        backup stands), `iterations` (the run's total), the verdict fields
+        of `summarize_evaluations` and `threshold`.
+
+    Raises:
+        ValueError: the file is not a readable backup.
+
+    Example:
+
+    >>> from keras_nalu.experiment import ExperimentConfig
+    >>> from keras_nalu.sweeps.replicas import ReplicaRun, read_backup
+    >>> config = ExperimentConfig(model="nau", input_size=10, iterations=200,
+    ...                           eval_every=100)
+    >>> run = ReplicaRun(config, seeds=[0, 1])
+    >>> run.train(progress=False)
+    >>> run.save_backup("chunk.npz")  # a sweep writes these as it trains
+    >>> [(r["seed"], r["step"], r["iterations"]) for r in read_backup("chunk.npz")]
+    [(0, 200, 200), (1, 200, 200)]
+
+    On the command line, `keras-nalu progress RESULTS` prints this for every
+    chunk of a sweep that is in training.
+    """
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            state = json.loads(str(data["state"]))
+        if "configs" in state:
+            configs = [ExperimentConfig(**c) for c in state["configs"]]
+        else:
+            configs = [
+                ExperimentConfig(**state["config"], seed=int(seed))
+                for seed in state["seeds"]
+            ]
+        step = int(state["step"])
+        histories = state["evaluations"]
+        diverged = state["loss_diverged"]
+    except (OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile) as error:
+        raise ValueError(
+            f"{path} is not a readable sweep backup ({type(error).__name__}: {error})."
+        ) from None
+    if state.get("format") != BACKUP_FORMAT:
+        raise ValueError(
+            f"{path} has backup format {state.get('format')!r}; this version "
+            f"reads format {BACKUP_FORMAT}."
+        )
+    thresholds = {}
+    records = []
+    for config, history, loss_diverged in zip(configs, histories, diverged):
+        key = dataclasses.replace(config, seed=0)
+        if key not in thresholds:  # the same for every seed of a config
+            thresholds[key] = success_threshold(config.task())
+        evaluations = [Evaluation(*e) for e in history]
+        verdict = _verdict(evaluations, thresholds[key], loss_diverged)
+        records.append(
+            {
+                "model": config.model,
+                "operation": config.operation,
+                "seed": config.seed,
+                "step": step,
+                "iterations": total_steps(config),
+                **verdict,
+                "threshold": thresholds[key],
+            }
+        )
+    return records
+
+
+def train_replicas(
+    config: ExperimentConfig,
+    seeds: Sequence[int],
+    progress: bool | Callable[[int], None] = True,
+    backup: str | os.PathLike | None = None,
+    backup_every: float = 600.0,
+    engine: str | None = None,
+) -> list[dict]:
+    """Trains `config` once per seed, all seeds in one vectorized loop.
+
+    Each record equals, up to float rounding, what the same engine gives for
+    that seed alone; on the TensorFlow engine, also what `run_experiment`
+    returns for `dataclasses.replace(config, seed=s)` (same initialization,
+    data stream, schedule, evaluations and verdict). The JAX engine draws
+    its training batches with JAX's own generator, so its runs are other
+    samples of the same experiment: the success rates agree, not each seed.
+
+    With `backup`, the run saves its state to that file every `backup_every`
+    seconds, and a later call with the same file continues where the last
+    backup left it, with the same records as an uninterrupted run (as Keras'
+    `BackupAndRestore` does for `fit`). The file is deleted once training
+    ends.
+
+    Args:
+        config: the configuration (its `seed` is replaced by each of `seeds`).
+        seeds: distinct integers >= 0.
+        progress: True for a progress bar, False for none, or a callable
+            receiving the number of steps done after each evaluation block.
+        backup: None, or the backup file (see `ReplicaRun.save_backup`).
+        backup_every: seconds between two backups; 0 after every evaluation.
+        engine: "tensorflow", "jax", or None for the Keras backend's.
+
+    Returns:
+        One record per seed, in the order of `seeds` (see
+        `ReplicaRun.results`).
+
+    Raises:
+        ValueError: bad seeds, a preset that cannot be vectorized, a backend
+            without an engine, or a `backup` file of another configuration,
+            other seeds or another engine.
+
+    Example:
+
+    >>> from keras_nalu.experiment import ExperimentConfig
+    >>> from keras_nalu.sweeps.replicas import train_replicas
+    >>> records = train_replicas(
+    ...     ExperimentConfig(model="nau", input_size=10, iterations=100,
+    ...                      eval_every=100), seeds=[0, 1, 2], progress=False)
+    >>> [(r["config"]["seed"], r["iterations"]) for r in records]
+    [(0, 100), (1, 100), (2, 100)]
+
+    Reference: Madsen & Johansen (2020), §4.1.1 and App. C.2.
+    """
+    run = ReplicaRun(config, seeds, engine=engine)
+    return _train_and_clean(run, progress, backup, backup_every)
+
+
+def train_batched(
+    configs: Sequence[ExperimentConfig],
+    progress: bool | Callable[[int], None] = True,
+    backup: str | os.PathLike | None = None,
+    backup_every: float = 600.0,
+    engine: str | None = None,
+) -> list[dict]:
+    """Trains several configurations (each with its seed) as one vectorized run.
+
+    `train_replicas` for runs that differ in their task (operation, ranges,
+    subsets) but share the model and its training (`RECIPE_FIELDS`), e.g.
+    every operation of a table row: on a GPU, thousands of small runs fill
+    the device together. Needs an engine with `supports_batched` (JAX).
+
+    Args:
+        configs: the runs, one `ExperimentConfig` each (seed included).
+        progress, backup, backup_every, engine: as for `train_replicas`.
+
+    Returns:
+        One record per config, in order.
+    """
+    run = ReplicaRun.batched(configs, engine=engine)
+    return _train_and_clean(run, progress, backup, backup_every)
+
+
+def _train_and_clean(run, progress, backup, backup_every) -> list[dict]:
+    if backup is not None:
+        run.restore_backup(backup)
+    run.train(progress=progress, backup=backup, backup_every=backup_every)
+    if backup is not None:
+        Path(backup).unlink(missing_ok=True)
+        _partial(Path(backup)).unlink(missing_ok=True)  # left by a kill mid-write
+    return run.results()

@@ -1,0 +1,347 @@
+"""The JAX replica engine: `jax.vmap` over replicas, `jax.lax.scan` over steps.
+
+One compiled function trains the block of steps between two evaluations:
+`jax.lax.scan` runs the steps; in each, every replica draws its batch on the
+device from its own key, `jax.vmap` of the template model's stateless forward
+pass gives each replica's loss (its regularizers at the scheduled λ), one
+`jax.grad` of their sum gives each replica its own gradient, and Keras' own
+optimizer updates the stacked weights through `stateless_apply`, so Adam's ε
+and its bias correction mean what they mean in `model.fit`. Each weight's
+constraint is applied per replica after the step; a replica whose loss or
+weights stop being finite is frozen (`jnp.where`, never a product with 0).
+It needs JAX and Keras, not TensorFlow.
+
+Data: replica r draws batch b of its own counter-based stream
+(`keras_nalu.tasks.streams`, keyed by its seed; about 20× cheaper on a CPU
+than JAX's Threefry) and maps it onto its interpolation range
+(`place_uniform`, the same arithmetic as the task's own sampler); its
+targets use its own subsets and operation. So replica r equals the same
+run alone (R = 1) up to float rounding, and runs of different tasks
+(operations, ranges, subsets) can train together (`ReplicaRun.batched`).
+The stream is not TensorFlow's: a seed's run differs from
+`run_experiment`'s, and the two engines agree in their success rates, not
+seed by seed. The validation and test sets are the task's fixed sets, the
+same as every other engine's.
+
+Evaluation: the squared errors on the fixed sets are summed on the device in
+float32 over chunks of `_CHUNK` examples and the chunks in float64 on the
+host (relative error about 10⁻⁶ of the MSE); the sparsity error comes from
+the units' effective weights, on the device.
+
+Matrix products run at float32 precision ("highest"): the default precision
+of some GPUs (TF32) rounds to 10 bits, far coarser than the success
+thresholds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+
+import jax
+import jax.numpy as jnp
+import keras
+import numpy as np
+
+from keras_nalu.callbacks import iter_layers
+from keras_nalu.evaluation.sparsity import effective_weight_tensors
+from keras_nalu.sweeps.engines.base import ReplicaRun
+from keras_nalu.tasks.arithmetic import _TRAIN_STREAM, apply_operation
+from keras_nalu.tasks.ranges import place_uniform
+from keras_nalu.tasks.streams import counter_uniform, stream_key
+
+_CHUNK = 100
+
+
+def _precision():
+    return jax.default_matmul_precision("highest")
+
+
+def _per_replica(mask, value):
+    """`mask [R]` broadcast against `value [R, ...]`."""
+    return jnp.reshape(mask, mask.shape + (1,) * (value.ndim - 1))
+
+
+class JaxReplicaRun(ReplicaRun):
+    """`ReplicaRun` on the JAX backend (see `ReplicaRun` and this module)."""
+
+    engine = "jax"
+    supports_batched = True
+
+    # --- construction -------------------------------------------------------
+
+    def _build_engine(self) -> None:
+        template = self.template
+        stacked = [
+            keras.Variable(values, name=variable.name, dtype=variable.dtype)
+            for values, variable in zip(self._initial_weights, self._variables)
+        ]
+        self.optimizer = self._new_optimizer(stacked)
+        shapes = {tuple(v.shape) for v in stacked}
+        self._slot_flags = [
+            tuple(v.shape) in shapes and len(v.shape) > 0
+            for v in self.optimizer.variables
+        ]
+        self._trainable = [jnp.asarray(v.value) for v in stacked]
+        self._optimizer_state = [jnp.asarray(v.value) for v in self.optimizer.variables]
+        self._active_flags = jnp.ones(self.num_replicas, bool)
+        self._diverged = jnp.full(self.num_replicas, -1, jnp.int32)
+        # The variables a forward pass reads: the trainable ones (per
+        # replica), the regularizers' strengths (λ, shared) and any other
+        # non-trainable variable (none in the presets; their values as is).
+        self._strength_variables = [r.current_strength for r in self._regularizers]
+        strength_ids = {id(v) for v in self._strength_variables}
+        self._other_variables = [
+            v for v in template.non_trainable_variables if id(v) not in strength_ids
+        ]
+        self._build_data()
+        self._effective = _effective_weight_readers(template)
+        self._block_fn = jax.jit(self._train_steps, static_argnums=(6,))
+        self._errors_fn = jax.jit(self._group_errors)
+        self._sparsity_fn = jax.jit(self._replica_sparsity)
+
+    def _build_data(self) -> None:
+        tasks = self.tasks
+        self._keys = jnp.asarray(
+            np.stack([stream_key(seed, _TRAIN_STREAM) for seed in self.seeds])
+        )
+        parts = max(len(t.interpolation_range.parts) for t in tasks)
+        tables = [t.interpolation_range.table(parts) for t in tasks]
+        self._tables = tuple(jnp.asarray(np.stack(column)) for column in zip(*tables))
+        self._masks = jnp.asarray(np.stack([t.subset_mask() for t in tasks]))
+        self._operations = tuple(sorted({t.operation for t in tasks}))
+        self._operation_index = jnp.asarray(
+            [self._operations.index(t.operation) for t in tasks], jnp.int32
+        )
+        self._groups = [
+            (
+                jnp.asarray(members),
+                jnp.asarray(validation[0]),
+                jnp.asarray(validation[1]),
+                jnp.asarray(test[0]),
+                jnp.asarray(test[1]),
+            )
+            for members, validation, test in self._eval_groups()
+        ]
+        task = tasks[0]
+        self._batch_shape = (task.batch_size, task.input_size)
+
+    # --- the model, statelessly ------------------------------------------------
+
+    @contextlib.contextmanager
+    def _weights_in_force(self, weights, strengths=None):
+        mapping = list(zip(self._variables, weights))
+        if strengths is not None:
+            mapping += [
+                (variable, strengths[j])
+                for j, variable in enumerate(self._strength_variables)
+            ]
+        mapping += [(v, v.value) for v in self._other_variables]
+        with keras.StatelessScope(state_mapping=mapping, collect_losses=True):
+            yield
+
+    def _forward(self, weights, x, strengths=None, training=False):
+        """The template's output (and losses) with one replica's weights."""
+        with self._weights_in_force(weights, strengths):
+            y = self.template.call(x, training=training)
+            losses = self.template.losses if training else []
+        return y, losses
+
+    def _replica_loss(self, weights, strengths, x, t):
+        y, regularization = self._forward(weights, x, strengths, training=True)
+        # The compiled model's total: the loss plus every added loss, summed.
+        return jnp.sum(jnp.stack([self._loss(t, y), *regularization]))
+
+    # --- data ---------------------------------------------------------------------
+
+    def _replica_batch(self, key, table, mask, operation, step):
+        unit = counter_uniform(key, step, self._batch_shape, xp=jnp)
+        x = place_uniform(unit, *table, xp=jnp)
+        sums = jnp.sum(x[..., :, None] * mask, axis=-2)
+        columns = [sums[..., j : j + 1] for j in range(mask.shape[-1])]
+        targets = [apply_operation(op, columns) for op in self._operations]
+        t = targets[-1]
+        for i in range(len(targets) - 2, -1, -1):
+            t = jnp.where(operation == i, targets[i], t)
+        return x, t
+
+    def training_batch(self, step):
+        """Every replica's batch `step`: `(x [R, B, I], t [R, B, 1])`.
+
+        Slice r is what replica r trains on at optimizer step `step` → `step
+        + 1`; it depends on that replica's seed and task only.
+        """
+        return jax.vmap(self._replica_batch, in_axes=(0, 0, 0, 0, None))(
+            self._keys,
+            self._tables,
+            self._masks,
+            self._operation_index,
+            jnp.asarray(step, jnp.int32),
+        )
+
+    # --- one block of steps ---------------------------------------------------------
+
+    def _step(self, carry, inputs):
+        trainable, optimizer_state, active, diverged = carry
+        step, strengths = inputs
+        x, t = self.training_batch(step)
+
+        def total(weights):
+            losses = jax.vmap(self._replica_loss, in_axes=(0, None, 0, 0))(
+                weights, strengths, x, t
+            )
+            return jnp.sum(losses), losses
+
+        gradients, losses = jax.grad(total, has_aux=True)(trainable)
+        updated, new_state = self.optimizer.stateless_apply(
+            optimizer_state, gradients, trainable
+        )
+        finite = jnp.isfinite(losses)
+        for i, constraint in enumerate(self._constraints):
+            if constraint is not None:
+                updated[i] = jax.vmap(constraint)(updated[i])
+            axes = tuple(range(1, updated[i].ndim))
+            finite &= jnp.all(jnp.isfinite(updated[i]), axis=axes)
+        keep = active & finite
+        trainable = [
+            jnp.where(_per_replica(keep, new), new, old)
+            for new, old in zip(updated, trainable)
+        ]
+        optimizer_state = [
+            jnp.where(_per_replica(keep, new), new, old) if per_replica else new
+            for new, old, per_replica in zip(
+                new_state, optimizer_state, self._slot_flags
+            )
+        ]
+        diverged = jnp.where(active & ~finite, step + 1, diverged)
+        return (trainable, optimizer_state, keep, diverged), None
+
+    def _train_steps(
+        self, trainable, optimizer_state, active, diverged, start, strengths, n
+    ):
+        steps = start + jnp.arange(n, dtype=jnp.int32)
+        carry = (trainable, optimizer_state, active, diverged)
+        carry, _ = jax.lax.scan(self._step, carry, (steps, strengths))
+        return carry
+
+    def _train_block(self, start: int, strengths: np.ndarray) -> None:
+        with _precision():
+            carry = self._block_fn(
+                self._trainable,
+                self._optimizer_state,
+                self._active_flags,
+                self._diverged,
+                jnp.asarray(start, jnp.int32),
+                jnp.asarray(strengths, jnp.float32),
+                len(strengths),
+            )
+        (
+            self._trainable,
+            self._optimizer_state,
+            self._active_flags,
+            self._diverged,
+        ) = carry
+
+    # --- evaluation -----------------------------------------------------------------
+
+    def _group_errors(self, trainable, members, x, targets):
+        """Chunked float32 sums of squared errors: `[n, size / _CHUNK]`."""
+        weights = [w[members] for w in trainable]
+
+        def one(weights, target):
+            y, _ = self._forward(weights, x)
+            error = jnp.reshape(y, target.shape) - target
+            squares = jnp.square(error).reshape(-1)
+            pad = (-squares.shape[0]) % _CHUNK
+            squares = jnp.pad(squares, (0, pad))
+            return jnp.sum(squares.reshape(-1, _CHUNK), axis=-1)
+
+        return jax.vmap(one)(weights, targets)
+
+    def _replica_errors(self):
+        interpolation = np.zeros(self.num_replicas)
+        extrapolation = np.zeros(self.num_replicas)
+        with _precision():
+            for members, x_val, t_val, x_test, t_test in self._groups:
+                rows = np.asarray(members)
+                for out, x, t in (
+                    (interpolation, x_val, t_val),
+                    (extrapolation, x_test, t_test),
+                ):
+                    sums = self._errors_fn(self._trainable, members, x, t)
+                    total = np.asarray(sums, np.float64).sum(axis=-1)
+                    out[rows] = total / x.shape[0]
+        return interpolation, extrapolation
+
+    def _replica_sparsity(self, trainable):
+        def one(weights):
+            with self._weights_in_force(weights):
+                errors = [
+                    jnp.max(
+                        jnp.minimum(jnp.abs(w), jnp.abs(1.0 - jnp.abs(w))),
+                        initial=0.0,
+                    )
+                    for read in self._effective
+                    for w in read()
+                ]
+            return functools.reduce(jnp.maximum, errors, jnp.float32(0.0))
+
+        return jax.vmap(one)(trainable)
+
+    def _sparsity_errors(self, replicas) -> dict[int, float]:
+        errors = np.asarray(self._sparsity_fn(self._trainable), np.float64)
+        return {int(r): float(errors[r]) for r in replicas}
+
+    def _diverged_at(self) -> np.ndarray:
+        return np.asarray(self._diverged)
+
+    def _set_active(self, active: np.ndarray) -> None:
+        self._active_flags = jnp.asarray(active)
+
+    # --- state ------------------------------------------------------------------
+
+    def _state_arrays(self) -> list[np.ndarray]:
+        return [
+            *(np.asarray(w) for w in self._trainable),
+            *(np.asarray(v) for v in self._optimizer_state),
+            np.asarray(self._active_flags),
+            np.asarray(self._diverged),
+        ]
+
+    def _load_state_arrays(self, arrays) -> None:
+        arrays = [jnp.asarray(a) for a in arrays]
+        count = len(self._trainable)
+        self._trainable = arrays[:count]
+        self._optimizer_state = arrays[count:-2]
+        self._active_flags, self._diverged = arrays[-2], arrays[-1]
+
+    def stacked_weights(self) -> list[np.ndarray]:
+        return [np.asarray(w) for w in self._trainable]
+
+    def stacked_optimizer_state(self) -> list[np.ndarray]:
+        return [
+            np.asarray(v)
+            for v, per_replica in zip(self._optimizer_state, self._slot_flags)
+            if per_replica
+        ]
+
+    def device(self) -> str:
+        device = jax.devices()[0]
+        return "cpu" if device.platform == "cpu" else device.device_kind
+
+
+def _effective_weight_readers(model) -> list:
+    """One callable per unit: its effective weights, as tensors, when called."""
+    return [
+        functools.partial(_read_effective, layer)
+        for layer in iter_layers(model)
+        if layer is not model
+    ]
+
+
+def _read_effective(layer) -> list:
+    # A Variable's value inside the StatelessScope is the replica's.
+    return [
+        keras.ops.convert_to_tensor(value)
+        for value in effective_weight_tensors(layer).values()
+    ]

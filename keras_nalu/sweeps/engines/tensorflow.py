@@ -1,0 +1,208 @@
+"""The TensorFlow replica engine: a `tf.function` per block of steps.
+
+The replicas' losses come from `tf.vectorized_map` over the template's
+`stateless_call`; their sum is differentiated with one `tf.GradientTape`; the
+optimizer (built on the stacked weights) updates every replica in place. The
+whole block of steps between two evaluations is one `tf.function` (a
+`tf.range` loop), so no Python runs per step.
+
+Data: batch b of replica r is batch b of
+`ArithmeticTask(seed=seed_r).train_dataset()`, bit for bit (each replica's
+task draws it with `train_inputs(b)` and labels it with its own `target`),
+so each replica equals `run_experiment` with its seed, up to float rounding:
+the batched kernels (BatchMatMul and its gradient) sum in another order than
+the single run's MatMul, about one ulp per step. Where Adam keeps a weight
+oscillating around a discrete value after the task is solved (large learning
+rates), such differences can grow to the size of one Adam step; the records
+(success, solved-at, best step) are the same in the tested cases. The batch
+of step b + 1 is drawn while step b trains.
+
+Speed: on a 2-core CPU about half of the time draws the Philox numbers that
+keep the streams identical to the single runs (see
+`benchmarks/speed.py --profile`).
+"""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_nalu.sweeps.engines.base import ReplicaRun
+
+
+def _read(variable) -> tf.Tensor:
+    """The variable's current value as a tensor (a snapshot inside tf.function)."""
+    return tf.identity(variable.value)
+
+
+def _replica_axis(mask, rank: int):
+    """A `[R]` mask reshaped to broadcast against a `[R, ...]` tensor."""
+    return tf.reshape(mask, [-1] + [1] * (rank - 1))
+
+
+class TensorFlowReplicaRun(ReplicaRun):
+    """`ReplicaRun` on the TensorFlow backend (see `ReplicaRun`)."""
+
+    engine = "tensorflow"
+    supports_batched = False
+
+    def _build_engine(self) -> None:
+        self._weights = [
+            keras.Variable(values, name=variable.name, dtype=variable.dtype)
+            for values, variable in zip(self._initial_weights, self._variables)
+        ]
+        self.optimizer = self._new_optimizer(self._weights)
+        shapes = {tuple(w.shape) for w in self._weights}
+        self._slots = [v for v in self.optimizer.variables if tuple(v.shape) in shapes]
+        self._active_flags = tf.Variable(tf.ones([self.num_replicas], tf.bool))
+        self._diverged = tf.Variable(
+            tf.fill([self.num_replicas], tf.constant(-1, tf.int64))
+        )
+        ((_, validation, test),) = self._eval_groups()
+        self._validation_x = tf.constant(validation[0])
+        self._validation_t = tf.constant(validation[1])
+        self._test_x = tf.constant(test[0])
+        self._test_t = tf.constant(test[1])
+        self._block_fn = self._make_train_block()
+        self._replica_mse = tf.function(self._replica_mse_fn, reduce_retracing=True)
+
+    # --- one training step ---------------------------------------------------
+
+    def training_batch(self, step):
+        """Every replica's batch `step` of its training stream.
+
+        Args:
+            step: the batch index (an int64 scalar tensor): batch b is the one
+                the single run trains on at optimizer step b → b + 1.
+
+        Returns:
+            `(x, t)` of shapes `(R, batch_size, input_size)` and
+            `(R, batch_size, 1)`; slice r equals batch `step` of
+            `ArithmeticTask(seed=seeds[r]).train_dataset()`.
+        """
+        # One small graph per replica, each the task's own sampler and target:
+        # cheaper than one gather over the stacked inputs, and bit-identical
+        # by construction.
+        inputs, targets = [], []
+        for task in self.tasks:
+            x = task.train_inputs(step)
+            inputs.append(x)
+            targets.append(task.target(x))
+        return tf.stack(inputs), tf.stack(targets)
+
+    def _non_trainable(self) -> list:
+        # Only the regularizers' strengths (λ), if the layers track them: the
+        # same for every replica, assigned before each step.
+        return [_read(v) for v in self.template.non_trainable_variables]
+
+    def _replica_loss(self, weights, x, t):
+        y, _, regularization = self.template.stateless_call(
+            weights, self._non_trainable(), x, training=True, return_losses=True
+        )
+        # The compiled model's total: the loss plus every added loss, summed.
+        return keras.ops.sum([self._loss(t, y), *regularization])
+
+    def _losses_and_gradients(self, weights, x, t):
+        with tf.GradientTape() as tape:
+            tape.watch(weights)
+            losses = tf.vectorized_map(
+                lambda args: self._replica_loss(*args), (weights, x, t)
+            )
+            total = tf.reduce_sum(losses)
+        return losses, tape.gradient(total, weights)
+
+    def _apply(self, step, losses, gradients):
+        before = [_read(v) for v in self._weights + self._slots]
+        self.optimizer.apply(gradients, self._weights)
+        finite = tf.math.is_finite(losses)
+        for weight, constraint in zip(self._weights, self._constraints):
+            if constraint is not None:
+                weight.assign(tf.vectorized_map(constraint, _read(weight)))
+            rank = len(weight.shape)
+            finite &= tf.reduce_all(
+                tf.math.is_finite(_read(weight)), axis=list(range(1, rank))
+            )
+        active = tf.identity(self._active_flags)
+        keep = active & finite
+        for variable, old in zip(self._weights + self._slots, before):
+            mask = _replica_axis(keep, len(variable.shape))
+            variable.assign(tf.where(mask, _read(variable), old))
+        newly_diverged = active & tf.logical_not(finite)
+        self._diverged.assign(
+            tf.where(newly_diverged, step + 1, tf.identity(self._diverged))
+        )
+        self._active_flags.assign(keep)
+
+    def _make_train_block(self):
+        @tf.function(
+            input_signature=[
+                tf.TensorSpec([], tf.int64),
+                tf.TensorSpec([None, len(self._regularizers)], tf.float32),
+            ]
+        )
+        def train_block(start, strengths):
+            # Software pipeline: the batch of step i + 1 is drawn while step i
+            # trains (they are independent), so the two cores work together.
+            x, t = self.training_batch(start)
+            for i in tf.range(tf.shape(strengths, out_type=tf.int64)[0]):
+                next_x, next_t = self.training_batch(start + i + 1)
+                for j, regularizer in enumerate(self._regularizers):
+                    regularizer.current_strength.assign(strengths[i, j])
+                weights = [_read(w) for w in self._weights]
+                losses, gradients = self._losses_and_gradients(weights, x, t)
+                self._apply(start + i, losses, gradients)
+                x, t = next_x, next_t
+
+        return train_block
+
+    def _train_block(self, start: int, strengths: np.ndarray) -> None:
+        self._block_fn(tf.constant(start, tf.int64), tf.constant(strengths))
+
+    # --- evaluation -----------------------------------------------------------
+
+    def _replica_mse_fn(self, x, targets):
+        def one(args):
+            weights, target = args
+            y, _ = self.template.stateless_call(
+                weights, self._non_trainable(), x, training=False
+            )
+            prediction = tf.cast(y, tf.float64)
+            target = tf.reshape(tf.cast(target, tf.float64), tf.shape(prediction))
+            return tf.reduce_mean(tf.square(prediction - target))
+
+        return tf.vectorized_map(one, ([_read(w) for w in self._weights], targets))
+
+    def _replica_errors(self):
+        interpolation = self._replica_mse(self._validation_x, self._validation_t)
+        extrapolation = self._replica_mse(self._test_x, self._test_t)
+        return interpolation.numpy(), extrapolation.numpy()
+
+    def _diverged_at(self) -> np.ndarray:
+        return self._diverged.numpy()
+
+    def _set_active(self, active: np.ndarray) -> None:
+        self._active_flags.assign(tf.constant(active))
+
+    # --- state ------------------------------------------------------------------
+
+    def _state_variables(self) -> list:
+        return [
+            *self._weights,
+            *self.optimizer.variables,
+            self._active_flags,
+            self._diverged,
+        ]
+
+    def _state_arrays(self) -> list[np.ndarray]:
+        return [np.asarray(v.numpy()) for v in self._state_variables()]
+
+    def _load_state_arrays(self, arrays) -> None:
+        for variable, values in zip(self._state_variables(), arrays):
+            variable.assign(values)
+
+    def stacked_weights(self) -> list[np.ndarray]:
+        return [w.numpy() for w in self._weights]
+
+    def stacked_optimizer_state(self) -> list[np.ndarray]:
+        return [v.numpy() for v in self._slots]

@@ -1,0 +1,97 @@
+"""TensorFlow's stateless uniform numbers, computed in NumPy.
+
+`tf.random.stateless_uniform(shape, seed)` on the CPU is Philox-4x32-10
+(Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC 2011) with
+a key and counter scrambled from the seed pair, one 32-bit word per float32
+(its low 23 bits as the mantissa of a number in [1, 2), minus 1). This module
+computes the same words in NumPy, so the fixed validation and test sets of the
+tasks are the same with or without TensorFlow installed, on every engine:
+`philox_uniform(shape, (s, 0))` equals
+`tf.random.stateless_uniform(shape, (s, 0))` bit for bit
+(`tests/tasks/test_ranges.py` checks it against TensorFlow).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+_MULTIPLIERS = (np.uint64(0xD2511F53), np.uint64(0xCD9E8D57))
+_KEY_STEPS = (0x9E3779B9, 0xBB67AE85)
+_SCRAMBLE_KEY = (0x3EC8F720, 0x02461E29)
+_LOW = np.uint64(0xFFFFFFFF)
+_HIGH = np.uint64(32)
+
+
+def _philox(counter: np.ndarray, key: tuple[int, int]) -> np.ndarray:
+    """Ten Philox-4x32 rounds of `counter` (4, n) uint32 under a 64-bit key."""
+    c0, c1, c2, c3 = (word.astype(np.uint64) for word in counter)
+    k0, k1 = key
+    for _ in range(10):
+        product0 = _MULTIPLIERS[0] * c0
+        product1 = _MULTIPLIERS[1] * c2
+        c0, c1, c2, c3 = (
+            (product1 >> _HIGH) ^ c1 ^ np.uint64(k0),
+            product1 & _LOW,
+            (product0 >> _HIGH) ^ c3 ^ np.uint64(k1),
+            product0 & _LOW,
+        )
+        k0 = (k0 + _KEY_STEPS[0]) & 0xFFFFFFFF
+        k1 = (k1 + _KEY_STEPS[1]) & 0xFFFFFFFF
+    return np.stack([c0, c1, c2, c3]).astype(np.uint32)
+
+
+def _words(seed: int) -> list[int]:
+    """A 64-bit seed as two 32-bit words, low first (two's complement)."""
+    value = int(seed) % 2**64
+    return [value & 0xFFFFFFFF, value >> 32]
+
+
+def _key_and_counter(seed) -> tuple[tuple[int, int], int]:
+    """The Philox key and 128-bit start counter TensorFlow derives from a seed."""
+    counter = np.array([*_words(seed[0]), *_words(seed[1])], np.uint32)[:, None]
+    mixed = [int(word) for word in _philox(counter, _SCRAMBLE_KEY)[:, 0]]
+    key = (mixed[0], mixed[1])
+    start = (mixed[2] << 64) | (mixed[3] << 96)
+    return key, start
+
+
+def philox_uniform(shape, seed, minval=0.0, maxval=1.0) -> np.ndarray:
+    """float32 numbers uniform in [minval, maxval), as TensorFlow draws them.
+
+    Args:
+        shape: the output shape.
+        seed: a pair of integers `(s0, s1)` (an integer s reads as `(s, 0)`).
+        minval: the lower bound.
+        maxval: the upper bound (excluded, up to float32 rounding).
+
+    Returns:
+        A float32 array equal to `tf.random.stateless_uniform(shape, seed,
+        minval, maxval)`.
+
+    Example:
+
+    >>> from keras_nalu.tasks._philox import philox_uniform
+    >>> [round(float(u), 4) for u in philox_uniform((3,), 0)]
+    [0.211, 0.706, 0.8001]
+    """
+    if isinstance(seed, int | np.integer):
+        seed = (int(seed), 0)
+    shape = tuple(int(n) for n in shape)
+    size = math.prod(shape)
+    key, start = _key_and_counter(seed)
+    groups = -(-size // 4)
+    # The 128-bit counter of group g is start + g; only its low 64 bits move
+    # unless they overflow, which the carry below handles.
+    low_start = start & (2**64 - 1)
+    index = np.arange(groups, dtype=np.uint64)
+    low = np.uint64(low_start) + index
+    carry = (low < index).astype(np.uint64)
+    high = np.uint64(start >> 64) + carry
+    counter = np.stack([low & _LOW, low >> _HIGH, high & _LOW, high >> _HIGH])
+    bits = _philox(counter.astype(np.uint32), key).T.reshape(-1)[:size]
+    mantissa = (bits & np.uint32(0x7FFFFF)) | np.uint32(0x3F800000)
+    unit = mantissa.view(np.float32) - np.float32(1.0)
+    minval, maxval = np.float32(minval), np.float32(maxval)
+    return (unit * (maxval - minval) + minval).reshape(shape)
