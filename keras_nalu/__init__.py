@@ -1,7 +1,9 @@
 """keras_nalu: neural arithmetic units (NAC, NALU, NAU, NMU, ...) for Keras 3."""
 
+from keras_nalu._backend_check import check_backend
 from keras_nalu._startup import quiet_tensorflow_startup
 
+check_backend()
 quiet_tensorflow_startup()
 
 from keras_nalu import callbacks  # noqa: E402, constraints, initializers, layers, regularizers

@@ -21,8 +21,8 @@ import functools
 from collections.abc import Iterator, Sequence
 
 import numpy as np
-import tensorflow as tf
 
+from keras_nalu._optional import import_tensorflow
 from keras_nalu._validation import check_choice, check_positive_int
 
 OPERATIONS = ("sum", "product", "count")
@@ -291,7 +291,8 @@ class SequentialMnistTask:
             raise ValueError(f"The {split} split of {self.source!r} has no digits.")
         return np.random.default_rng(seed).integers(0, size, (count, length))
 
-    def _dataset(self, split: str, indices: tf.data.Dataset, batch_size: int):
+    def _dataset(self, split: str, indices, batch_size: int):
+        tf = import_tensorflow("SequentialMnistTask (tf.data)")
         pool = self.pool(split)
         images = tf.constant(pool.images)
         labels = tf.constant(pool.labels)
@@ -312,7 +313,7 @@ class SequentialMnistTask:
 
         return indices.batch(batch_size).map(gather).prefetch(2)
 
-    def train_dataset(self) -> tf.data.Dataset:
+    def train_dataset(self):
         """The endless training stream; the same `seed` gives the same batches."""
         length, seed = self.train_length, self.seed
         size = len(self.pool("train"))
@@ -322,12 +323,13 @@ class SequentialMnistTask:
             while True:
                 yield from generator.integers(0, size, (1024, length))
 
+        tf = import_tensorflow("SequentialMnistTask.train_dataset (tf.data)")
         indices = tf.data.Dataset.from_generator(
             rows, output_signature=tf.TensorSpec((length,), tf.int64)
         )
         return self._dataset("train", indices, self.batch_size)
 
-    def validation_dataset(self) -> tf.data.Dataset:
+    def validation_dataset(self):
         """The fixed validation sequences of `train_length` digits."""
         indices = self.sequence_indices(
             "validation",
@@ -337,7 +339,7 @@ class SequentialMnistTask:
         )
         return self._fixed("validation", indices)
 
-    def test_dataset(self, length: int) -> tf.data.Dataset:
+    def test_dataset(self, length: int):
         """The fixed test sequences of `length` digits (seeded per length)."""
         check_positive_int("SequentialMnistTask.test_dataset", "length", length)
         indices = self.sequence_indices(
@@ -352,8 +354,9 @@ class SequentialMnistTask:
             for length in (self.test_lengths if lengths is None else lengths)
         }
 
-    def _fixed(self, split: str, indices: np.ndarray) -> tf.data.Dataset:
+    def _fixed(self, split: str, indices: np.ndarray):
         batch = self.eval_batch_size or self.batch_size
+        tf = import_tensorflow("SequentialMnistTask (tf.data)")
         dataset = tf.data.Dataset.from_tensor_slices(indices.astype(np.int64))
         return self._dataset(split, dataset, batch)
 

@@ -1,0 +1,311 @@
+"""The JAX replica engine: each replica is its own run, batched runs too.
+
+These tests run under `KERAS_BACKEND=jax` (the JAX pass of `make test`).
+"""
+
+import dataclasses
+import json
+
+import keras
+import numpy as np
+import pytest
+
+from keras_nalu.evaluation import sparsity_error
+from keras_nalu.experiment import ExperimentConfig
+from keras_nalu.models import build_model
+from keras_nalu.sweeps.engines import base as engine_base
+from keras_nalu.sweeps.replicas import (
+    ReplicaRun,
+    read_backup,
+    train_batched,
+    train_replicas,
+)
+
+pytestmark = pytest.mark.skipif(
+    keras.backend.backend() != "jax", reason="the JAX engine runs on the JAX backend"
+)
+
+if keras.backend.backend() == "jax":
+    import jax.numpy as jnp
+
+
+def _config(**changes):
+    fields = dict(
+        model="nmu", operation="mul", input_size=10, iterations=600, eval_every=200
+    )
+    return ExperimentConfig(**{**fields, **changes})
+
+
+def _without_timing(records):
+    """The records minus wall time, as JSON (so that NaN equals NaN)."""
+    timing = ("wall_time", "iterations_per_second", "replicas")
+    kept = [{k: v for k, v in r.items() if k not in timing} for r in records]
+    return json.dumps(kept, sort_keys=True)
+
+
+_FLOATS = ("interpolation_mse", "extrapolation_mse", "sparsity_error")
+
+
+def _assert_same_records(records, expected):
+    """Equal verdicts; MSEs and histories equal up to float rounding.
+
+    Runs of other sizes are other compiled programs, which may sum in
+    another order.
+    """
+    assert len(records) == len(expected)
+    for record, other in zip(records, expected):
+        plain = {k: v for k, v in record.items() if k not in (*_FLOATS, "history")}
+        plain_other = {k: v for k, v in other.items() if k not in (*_FLOATS, "history")}
+        assert _without_timing([plain]) == _without_timing([plain_other])
+        for key in _FLOATS:
+            assert record[key] == pytest.approx(other[key], rel=1e-4, nan_ok=True)
+        np.testing.assert_allclose(record["history"], other["history"], rtol=1e-4)
+
+
+def _assert_same_weights(run_a, r_a, run_b, r_b):
+    for a, b in zip(run_a.weights(r_a), run_b.weights(r_b)):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+
+
+def test_the_jax_backend_gets_the_jax_engine():
+    run = ReplicaRun(_config(iterations=10, eval_every=10), [0])
+    assert type(run).__name__ == "JaxReplicaRun" and run.engine == "jax"
+
+
+def test_each_replica_equals_its_run_alone():
+    config = _config(sparsity_start=100, sparsity_end=400)
+    together = ReplicaRun(config, [0, 5, 9])
+    together.train(progress=False)
+    assert together._regularizers, "the preset must have a scheduled regularizer"
+    for r, seed in enumerate([0, 5, 9]):
+        alone = ReplicaRun(config, [seed])
+        alone.train(progress=False)
+        _assert_same_weights(together, r, alone, 0)
+        _assert_same_records([together.results()[r]], alone.results())
+
+
+def test_runs_of_different_tasks_train_together_as_they_train_alone():
+    # Operations, subsets and ranges (a union among them) differ per run.
+    configs = [
+        _config(operation="mul", seed=1),
+        _config(operation="add", seed=1),
+        _config(
+            operation="sub",
+            seed=2,
+            subset_ratio=0.2,
+            interpolation_range="U[-2,-1] ∪ U[1,2]",
+            extrapolation_range="U[-6,-2] ∪ U[2,6]",
+        ),
+    ]
+    batched = ReplicaRun.batched(configs)
+    x, t = batched.training_batch(3)
+    assert x.shape == (3, 128, 10) and t.shape == (3, 128, 1)
+    assert bool(jnp.all(jnp.abs(x[2]) >= 1.0)), "the union's gap is never drawn"
+    records = train_batched(configs, progress=False)
+    for r, config in enumerate(configs):
+        alone = ReplicaRun(config, [config.seed])
+        alone_x, alone_t = alone.training_batch(3)
+        np.testing.assert_array_equal(x[r], alone_x[0])
+        np.testing.assert_array_equal(t[r], alone_t[0])
+        _assert_same_records(
+            [records[r]], train_replicas(config, [config.seed], progress=False)
+        )
+
+
+def test_batched_runs_must_share_their_recipe():
+    with pytest.raises(ValueError, match=r"differ in \['hidden_size'\]"):
+        ReplicaRun.batched([_config(), _config(hidden_size=3, seed=1)])
+
+
+def test_targets_are_each_tasks_own():
+    config = _config(operation="sub", input_size=20)
+    run = ReplicaRun(config, [3, 4])
+    x, t = run.training_batch(0)
+    for r in range(2):
+        expected = run.tasks[r].target(np.asarray(x[r]))
+        np.testing.assert_allclose(np.asarray(t[r]), expected, rtol=1e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "model", ["nmu", "nac", "nac_mul_sigma", "nalu_separate", "gated_nau_nmu", "npu"]
+)
+def test_evaluations_equal_the_models_own(model):
+    config = _config(model=model, iterations=200, eval_every=100)
+    run = ReplicaRun(config, [0, 1])
+    run.train(progress=False)
+    for r in range(2):
+        model_r = run.model_for(r)
+        x, t = run.tasks[r].test_data()
+        prediction = np.asarray(model_r.predict_on_batch(x), np.float64)
+        mse = np.mean(np.square(prediction - t.astype(np.float64)))
+        last = run.results()[r]["history"][-1]
+        assert last[2] == pytest.approx(mse, rel=1e-5)
+        assert last[3] == pytest.approx(sparsity_error(model_r), abs=1e-6)
+
+
+class _FaultyRun(ReplicaRun):
+    """Puts NaN into replica 1's inputs at step 300."""
+
+    def training_batch(self, step):
+        x, t = super().training_batch(step)
+        poisoned = (step == 300) & (jnp.arange(self.num_replicas) == 1)
+        return jnp.where(poisoned[:, None, None], jnp.nan, x), t
+
+
+class _Killed(Exception):
+    """Stands for the process being killed between two evaluations."""
+
+
+def _kill_after(steps):
+    done = 0
+
+    def progress(new):
+        nonlocal done
+        done += new
+        if done >= steps:
+            raise _Killed
+
+    return progress
+
+
+def test_a_diverged_replica_leaves_the_others_untouched():
+    config = _config()
+    clean = ReplicaRun(config, [0, 1, 2])
+    clean.train(progress=False)
+    faulty = _FaultyRun(config, [0, 1, 2])
+    faulty.train(progress=False)
+    broken = faulty.results()[1]
+    assert broken["diverged"] and not broken["success"]
+    assert broken["iterations"] == 301  # the step that saw the NaN
+    assert all(np.isfinite(w).all() for w in faulty.weights(1))  # frozen before
+    for r in (0, 2):
+        for a, b in zip(clean.weights(r), faulty.weights(r)):
+            np.testing.assert_array_equal(a, b)
+        for a, b in zip(clean.optimizer_state(r), faulty.optimizer_state(r)):
+            np.testing.assert_array_equal(a, b)
+        assert faulty.results()[r]["history"] == clean.results()[r]["history"]
+
+
+def test_a_killed_run_continues_from_its_backup_to_the_same_records(tmp_path):
+    config = _config(iterations=600, eval_every=100, sparsity_start=200)
+    config = dataclasses.replace(config, sparsity_end=500)
+    whole = _FaultyRun(config, [0, 1, 2])
+    whole.train(progress=False)
+    backup = tmp_path / "run.npz"
+    with pytest.raises(_Killed):
+        _FaultyRun(config, [0, 1, 2]).train(
+            progress=_kill_after(400), backup=backup, backup_every=0
+        )
+    resumed = _FaultyRun(config, [0, 1, 2])
+    assert resumed.restore_backup(backup)
+    assert resumed.step == 400
+    resumed.train(progress=False)
+    assert resumed.results()[1]["diverged"]
+    assert _without_timing(resumed.results()) == _without_timing(whole.results())
+    for r in range(3):
+        for a, b in zip(resumed.weights(r), whole.weights(r)):
+            np.testing.assert_array_equal(a, b)
+        for a, b in zip(resumed.optimizer_state(r), whole.optimizer_state(r)):
+            np.testing.assert_array_equal(a, b)
+    records = read_backup(backup)
+    assert [(r["seed"], r["step"]) for r in records] == [(0, 400), (1, 400), (2, 400)]
+
+
+def test_a_backup_of_a_batched_run_resumes_and_reads(tmp_path):
+    configs = [_config(seed=0), _config(operation="add", seed=0)]
+    backup = tmp_path / "run.npz"
+    with pytest.raises(_Killed):
+        ReplicaRun.batched(configs).train(
+            progress=_kill_after(200), backup=backup, backup_every=0
+        )
+    assert [r["operation"] for r in read_backup(backup)] == ["mul", "add"]
+    records = train_batched(configs, progress=False, backup=backup)
+    assert not backup.exists()
+    assert _without_timing(records) == _without_timing(
+        train_batched(configs, progress=False)
+    )
+    ReplicaRun(configs[0], [0]).save_backup(backup)  # one config, one seed
+    with pytest.raises(ValueError, match="not a backup of this run"):
+        ReplicaRun.batched(configs).restore_backup(backup)
+
+
+def test_a_tensorflow_backup_is_refused(tmp_path):
+    config = _config(iterations=100, eval_every=100)
+    backup = tmp_path / "run.npz"
+    run = ReplicaRun(config, [0, 1])
+    run.save_backup(backup)
+    # Rewrite it as the TensorFlow engine writes its backups (no engine key).
+    with np.load(backup) as data:
+        arrays = dict(data)
+    state = json.loads(str(arrays.pop("state")))
+    del state["engine"]
+    np.savez(backup, state=np.array(json.dumps(state)), **arrays)
+    with pytest.raises(ValueError, match="not a backup of this run"):
+        ReplicaRun(config, [0, 1]).restore_backup(backup)
+
+
+def test_the_schedule_acts_at_its_steps():
+    config = _config(iterations=300, eval_every=100, steps_per_execution=1)
+    ramped = dataclasses.replace(
+        config, sparsity=10.0, sparsity_start=0, sparsity_end=100
+    )
+    off = dataclasses.replace(config, sparsity=0.0, sparsity_start=0, sparsity_end=100)
+    runs = [ReplicaRun(c, [0]) for c in (ramped, off)]
+    for run in runs:
+        run.train(progress=False)
+    assert runs[0]._strengths(50, 51)[0, 0] == pytest.approx(5.0)
+    difference = max(
+        np.abs(a - b).max() for a, b in zip(runs[0].weights(0), runs[1].weights(0))
+    )
+    assert difference > 1e-3
+
+
+@pytest.mark.parametrize("steps_per_execution", [1, 4])
+def test_a_replica_trains_as_model_fit_on_the_same_batches(steps_per_execution):
+    """The engine's step is Keras' own: same loss, λ(t), Adam, clamp."""
+    steps = 40
+    config = _config(
+        model="nmu",
+        iterations=steps,
+        eval_every=steps,
+        sparsity=1.0,
+        sparsity_start=10,
+        sparsity_end=20,
+        learning_rate=0.01,
+        steps_per_execution=steps_per_execution,
+    )
+    run = ReplicaRun(config, [7])
+    batches = [run.training_batch(step) for step in range(steps)]
+    run.train(progress=False)
+    x = np.concatenate([np.asarray(b[0][0]) for b in batches])
+    t = np.concatenate([np.asarray(b[1][0]) for b in batches])
+    model, callbacks = engine_base.build_replica(dataclasses.replace(config, seed=7))
+    model.fit(
+        x, t, batch_size=128, epochs=1, shuffle=False, callbacks=callbacks, verbose=0
+    )
+    for a, b in zip(run.weights(0), model.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_bad_engine_requests_are_one_line():
+    config = _config(iterations=10, eval_every=10)
+    with pytest.raises(ValueError, match="needs KERAS_BACKEND=tensorflow"):
+        train_replicas(config, [0], engine="tensorflow", progress=False)
+    with pytest.raises(ValueError, match="one of"):
+        ReplicaRun(config, [0], engine="pytorch")
+    with pytest.raises(ValueError, match="cannot vectorize preset 'inalu'"):
+        ReplicaRun(dataclasses.replace(config, model="inalu"), [0])
+
+
+def test_the_record_names_engine_and_device():
+    record = train_replicas(_config(iterations=10, eval_every=10), [0], progress=False)
+    assert record[0]["engine"] == "jax" and record[0]["device"] == "cpu"
+
+
+def test_build_model_and_replica_agree_on_initial_weights():
+    config = _config(seed=3)
+    run = ReplicaRun(config, [3])
+    keras.utils.set_random_seed(3)
+    model, _ = build_model("nmu", input_size=10)
+    for a, b in zip(run.weights(0), model.get_weights()):
+        np.testing.assert_array_equal(a, b)
