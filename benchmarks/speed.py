@@ -1,40 +1,41 @@
-"""Seed-iterations per second: one seed with model.fit vs vectorized replicas.
+"""Seed-iterations per second: `model.fit`, the TensorFlow engine, the JAX engine.
 
-Measures, on Madsen & Johansen's (2020) default model (NAU → NMU, 100 inputs, batch 128,
-evaluation every 1,000 steps as in the protocol):
+Measures, on Madsen & Johansen's (2020) NAU → NMU model (100 inputs, batch
+128, × task, evaluation every 1,000 steps as in the protocol, included):
 
-(a) one seed through `run_experiment` with `steps_per_execution=1` (plain
-    `model.fit`);
-(b) one seed with `model.fit` tuned: the best of steps_per_execution 50 and
-    1,000, with and without XLA;
-(c) R vectorized replicas through `ReplicaRun` (default R = 100), with
-    TensorFlow's default threading and with one intra-op thread (set before
-    TensorFlow starts): the per-replica ops are small, and sharding each over
-    both cores costs more than it gains while the next batch is drawn on the
-    other core.
+- `fit`: one seed through `run_experiment` (`model.fit` on the TensorFlow
+  backend, its default steps_per_execution = 50);
+- `tensorflow R=…`: R seeds as vectorized replicas on the TensorFlow engine;
+- `jax R=…`: R seeds on the JAX engine (R = 1 is its single seed);
+- with `--profile`, where a JAX engine step's time goes: the same block of
+  steps with every replica's batch drawn in the step, and with one fixed
+  batch instead; their difference is the cost of the random numbers and
+  targets.
 
-Each case runs in its own process (so its peak RSS is its own) and trains
-twice, `--warmup` and `--warmup + --steps` steps; the rate is the difference
-of steps over the difference of wall times, which removes building, tracing
-and the step-0 evaluation. The best of `--repeats` is kept: the machine is
-shared and its load varies. `--profile` adds where the time of one
-vectorized step goes.
+Each case runs in its own process with its `KERAS_BACKEND` and trains twice,
+`--warmup` and `--warmup + --steps` steps; the rate is the difference of
+steps over the difference of wall times, which removes building, tracing and
+compiling. The best of `--repeats` processes is kept (a shared machine's load
+varies). Cases whose backend is not installed are skipped (e.g. TensorFlow on
+a GPU machine that has only JAX).
 
 Usage:
 
-    .venv/bin/python benchmarks/speed.py                  # all, ~10 min
-    .venv/bin/python benchmarks/speed.py --replicas 10 --steps 1000  # quick
+    .venv/bin/python benchmarks/speed.py                        # CPU set
+    .venv/bin/python benchmarks/speed.py --replicas 1,100,1000,10000 \\
+        --engines jax --steps 20000                              # a GPU
 
-Writes `benchmarks/results/speed.json` and prints a Markdown table.
+Writes `benchmarks/results/speed.json` (or `--out`) and prints a Markdown
+table with the device of every row.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
-import resource
 import subprocess
 import sys
 import time
@@ -50,10 +51,6 @@ def _config(**changes):
     return ExperimentConfig(**{**CONFIG, **changes})
 
 
-def _peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def _rate(train, warmup: int, steps: int) -> dict:
     """Steps per second from two runs of different length (constant costs cancel)."""
     short = train(warmup)
@@ -65,12 +62,23 @@ def _rate(train, warmup: int, steps: int) -> dict:
     }
 
 
-def case_single_fit(args) -> dict:
-    """(a): `run_experiment` with steps_per_execution = 1."""
+def _device() -> str:
+    import keras
+
+    if keras.backend.backend() == "jax":
+        import jax
+
+        device = jax.devices()[0]
+        return "CPU" if device.platform == "cpu" else device.device_kind
+    return "CPU"
+
+
+def case_fit(args) -> dict:
+    """One seed through `run_experiment` (the `keras-nalu train` path)."""
     from keras_nalu.experiment import run_experiment
 
     def train(steps):
-        config = _config(iterations=steps, steps_per_execution=1, seed=args.seed)
+        config = _config(iterations=steps, seed=args.seed)
         started = time.perf_counter()
         run_experiment(config, verbose=False)
         return time.perf_counter() - started
@@ -79,63 +87,8 @@ def case_single_fit(args) -> dict:
     return {**result, "seed_iterations_per_second": result["steps_per_second"]}
 
 
-def case_single_tuned(args) -> dict:
-    """(b): `model.fit` on the task's stream, steps_per_execution × jit_compile."""
-    import keras
-
-    from keras_nalu.experiment import run_experiment
-    from keras_nalu.models import build_model
-
-    variants = {}
-    for steps_per_execution in (50, 1000):
-        for jit in (False, True):
-
-            def train(steps, spe=steps_per_execution, jit=jit):
-                config = _config(iterations=steps, seed=args.seed)
-                task = config.task()
-                keras.utils.set_random_seed(config.seed)
-                model, callbacks = build_model(
-                    config.model,
-                    input_size=config.input_size,
-                    jit_compile=jit,
-                    steps_per_execution=spe,
-                )
-                started = time.perf_counter()
-                for _ in range(steps // 1000):  # one epoch per evaluation
-                    model.fit(
-                        task.train_dataset(),
-                        steps_per_epoch=1000,
-                        epochs=1,
-                        callbacks=callbacks,
-                        verbose=0,
-                    )
-                    for x, t in (task.validation_data(), task.test_data()):
-                        model.evaluate(x, t, batch_size=10_000, verbose=0)
-                return time.perf_counter() - started
-
-            name = f"steps_per_execution={steps_per_execution}, jit_compile={jit}"
-            variants[name] = _rate(train, args.warmup, args.steps)["steps_per_second"]
-
-    # The protocol path with its default (steps_per_execution = 50).
-    def protocol(steps):
-        config = _config(iterations=steps, seed=args.seed)
-        started = time.perf_counter()
-        run_experiment(config, verbose=False)
-        return time.perf_counter() - started
-
-    variants["run_experiment default (steps_per_execution=50)"] = _rate(
-        protocol, args.warmup, args.steps
-    )["steps_per_second"]
-    best = max(variants, key=variants.get)
-    return {
-        "variants": variants,
-        "best": best,
-        "seed_iterations_per_second": variants[best],
-    }
-
-
 def case_replicas(args) -> dict:
-    """(c): `ReplicaRun` over `--replicas` seeds."""
+    """`ReplicaRun` of the Keras backend's engine over `args.replicas` seeds."""
     from keras_nalu.sweeps.replicas import ReplicaRun
 
     seeds = list(range(args.seed, args.seed + args.replicas))
@@ -152,103 +105,65 @@ def case_replicas(args) -> dict:
     result = _rate(train, args.warmup, args.steps)
     return {
         **result,
-        "replicas": args.replicas,
         "setup_s": max(setup.values()),
         "seed_iterations_per_second": result["steps_per_second"] * args.replicas,
     }
 
 
 def case_profile(args) -> dict:
-    """Where one vectorized step's time goes (ms per step, best of 3)."""
-    import tensorflow as tf
+    """JAX engine: a block with the batches drawn in the step, and without."""
+    import jax
 
     from keras_nalu.sweeps.replicas import ReplicaRun
 
-    run = ReplicaRun(_config(iterations=1000), list(range(args.replicas)))
-    k = 200
-    x, t = run.training_batch(tf.constant(0, tf.int64))
-    weights = [tf.identity(w.value) for w in run._weights]
+    class FixedBatch(ReplicaRun):
+        """Trains every step on batch 0, drawn once outside the step."""
 
-    @tf.function
-    def data_only(n):
-        total = tf.constant(0.0)
-        for i in tf.range(n):
-            batch_x, _ = run.training_batch(tf.cast(i, tf.int64))
-            total += batch_x[0, 0, 0]
-        return total
+        def training_batch(self, step):
+            return self._fixed
 
-    @tf.function
-    def gradients_only(n):
-        total = tf.constant(0.0)
-        for _ in tf.range(n):
-            losses, grads = run._losses_and_gradients(weights, x, t)
-            total += losses[0] + grads[0][0, 0, 0]
-        return total
-
-    size = args.replicas * x.shape[1] * x.shape[2]
-
-    @tf.function
-    def philox_floor(n):
-        # The random numbers alone, in one op: no replica can be fed for less.
-        total = tf.constant(0.0)
-        for i in tf.range(n):
-            seed = tf.stack([tf.cast(i, tf.int64), tf.constant(1, tf.int64)])
-            total += tf.reduce_sum(tf.random.stateless_uniform([size], seed))
-        return total
-
-    def full(n):
-        run._train_block(tf.constant(0, tf.int64), tf.constant(run._strengths(0, n)))
-
-    def timed(fn):
-        fn(tf.constant(2)) if fn is not full else fn(2)
-        best_wall, best_cpu = float("inf"), float("inf")
+    seeds = list(range(args.replicas))
+    config = _config(iterations=10 * args.steps)
+    drawn = ReplicaRun(config, seeds)
+    fixed = FixedBatch(config, seeds)
+    fixed._fixed = jax.block_until_ready(drawn.training_batch(0))
+    block = 1000
+    times = {}
+    for name, run in (("drawn", drawn), ("fixed", fixed)):
+        run._train_block(0, run._strengths(0, block))  # compiles
+        jax.block_until_ready(run._trainable)
+        best = float("inf")
         for _ in range(3):
-            wall, cpu = time.perf_counter(), time.process_time()
-            fn(tf.constant(k)) if fn is not full else fn(k)
-            best_wall = min(best_wall, (time.perf_counter() - wall) / k * 1e3)
-            best_cpu = min(best_cpu, (time.process_time() - cpu) / k * 1e3)
-        return {"wall_ms": best_wall, "cpu_ms": best_cpu}
-
-    evaluation = []
-    for _ in range(3):
-        started = time.perf_counter()
-        run._evaluate(0)
-        evaluation.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            run._train_block(0, run._strengths(0, block))
+            jax.block_until_ready(run._trainable)
+            best = min(best, (time.perf_counter() - started) / block * 1e3)
+        times[name] = best
     return {
-        "replicas": args.replicas,
-        "data: R × (Philox draws of 128×100 + targets), per step": timed(data_only),
-        "floor: the same number of Philox uniforms in one op, per step": timed(
-            philox_floor
-        ),
-        "loss + gradients (vectorized stateless_call), per step": timed(gradients_only),
-        "full step (next batch drawn alongside, Adam, masks), per step": timed(full),
-        "evaluation (10^4 + 10^4 samples, all replicas), per call": {
-            "wall_ms": min(evaluation) * 1e3
-        },
+        "step_ms_batches_drawn": times["drawn"],
+        "step_ms_fixed_batch": times["fixed"],
+        "random_numbers_and_targets_share": 1 - times["fixed"] / times["drawn"],
     }
 
 
-CASES = {
-    "a": case_single_fit,
-    "b": case_single_tuned,
-    "c": case_replicas,
-    "c1": case_replicas,  # the same with --intra-op-threads 1
-    "profile": case_profile,
-}
+CASES = {"fit": case_fit, "replicas": case_replicas, "profile": case_profile}
 
 
-def _run_case(name: str, args) -> dict:
-    command = [sys.executable, __file__, "--case", name]
-    if name in ("c1", "profile"):
-        command += ["--intra-op-threads", "1"]
-    for flag in ("replicas", "steps", "warmup", "seed"):
+def _installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def _run_case(case: str, engine: str, replicas: int, args) -> dict:
+    command = [sys.executable, __file__, "--case", case]
+    for flag in ("steps", "warmup", "seed"):
         command += [f"--{flag}", str(getattr(args, flag))]
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    command += ["--replicas", str(replicas)]
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "KERAS_BACKEND": engine}
     best = None
-    for _ in range(args.repeats if name != "profile" else 1):
+    for _ in range(args.repeats if case != "profile" else 1):
         done = subprocess.run(command, capture_output=True, text=True, env=env)
         if done.returncode != 0:
-            raise RuntimeError(f"case {name} failed:\n{done.stderr[-3000:]}")
+            raise RuntimeError(f"case {case} failed:\n{done.stderr[-3000:]}")
         result = json.loads(done.stdout.strip().splitlines()[-1])
         rate = result.get("seed_iterations_per_second", 0)
         if best is None or rate > best.get("seed_iterations_per_second", 0):
@@ -256,76 +171,98 @@ def _run_case(name: str, args) -> dict:
     return best
 
 
-def _table(results: dict) -> str:
-    a = results["a"]["seed_iterations_per_second"]
-    rows = [
-        ("(a) 1 seed, `model.fit`, steps_per_execution=1", results["a"]),
-        (f"(b) 1 seed, `model.fit` tuned: {results['b']['best']}", results["b"]),
-        (f"(c) {results['c']['replicas']} vectorized replicas", results["c"]),
-        (
-            f"(c) {results['c']['replicas']} vectorized replicas, 1 intra-op thread",
-            results["c1"],
-        ),
-    ]
+def _table(rows: list[dict]) -> str:
     lines = [
-        "| case | seed-iterations/s | × (a) | peak RSS |",
-        "|---|--:|--:|--:|",
+        "| engine | replicas | device | seed-iterations/s | setup |",
+        "|---|--:|---|--:|--:|",
     ]
-    for label, result in rows:
-        rate = result["seed_iterations_per_second"]
+    for row in rows:
+        setup = row.get("setup_s")
         lines.append(
-            f"| {label} | {rate:,.0f} | {rate / a:.1f} | "
-            f"{result['peak_rss_mb']:,.0f} MB |"
+            f"| {row['label']} | {row['replicas']} | {row['device']} | "
+            f"{row['seed_iterations_per_second']:,.0f} | "
+            f"{'' if setup is None else f'{setup:.1f} s'} |"
         )
     return "\n".join(lines) + "\n"
 
 
-def _profile_table(profile: dict) -> str:
-    lines = ["| part | wall ms | CPU ms |", "|---|--:|--:|"]
-    for part, times in profile.items():
-        if not isinstance(times, dict):
-            continue
-        cpu = times.get("cpu_ms")
-        cpu_text = f"{cpu:.2f}" if cpu is not None else ""
-        lines.append(f"| {part} | {times['wall_ms']:.2f} | {cpu_text} |")
-    return "\n".join(lines) + "\n"
+def _ratios(rows: list[dict]) -> dict:
+    """The issue's targets: JAX over TF at R = 100, JAX R = 1 over `fit`."""
+    rate = {(r["engine"], r["replicas"]): r["seed_iterations_per_second"] for r in rows}
+    ratios = {}
+    if ("jax", 100) in rate and ("tensorflow", 100) in rate:
+        ratios["jax R=100 / tensorflow R=100"] = (
+            rate["jax", 100] / rate["tensorflow", 100]
+        )
+    if ("jax", 1) in rate and ("fit", 1) in rate:
+        ratios["jax R=1 / fit"] = rate["jax", 1] / rate["fit", 1]
+    return ratios
+
+
+def _list(text: str) -> list[str]:
+    return [item for item in text.split(",") if item]
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--replicas", type=int, default=100)
+    parser.add_argument("--replicas", default="1,100,1000", help="R values")
+    parser.add_argument(
+        "--engines", default="fit,tensorflow,jax", help="fit, tensorflow, jax"
+    )
     parser.add_argument("--steps", type=int, default=3000, help="measured steps")
     parser.add_argument("--warmup", type=int, default=1000, help="steps subtracted")
     parser.add_argument("--repeats", type=int, default=2, help="best of N processes")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--profile", action="store_true", help="profile case (c), 1 intra-op thread"
+        "--tf-max-replicas",
+        type=int,
+        default=100,
+        help="largest R for the TensorFlow engine (it is slow beyond)",
     )
+    parser.add_argument("--profile", action="store_true", help="JAX step profile")
     parser.add_argument("--out", default=str(RESULTS))
     parser.add_argument("--case", choices=sorted(CASES), help=argparse.SUPPRESS)
-    parser.add_argument("--intra-op-threads", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.intra_op_threads:
-        import tensorflow as tf
-
-        tf.config.threading.set_intra_op_parallelism_threads(args.intra_op_threads)
     if args.case:
+        args.replicas = int(args.replicas)
         result = CASES[args.case](args)
-        result["peak_rss_mb"] = _peak_rss_mb()
+        result["device"] = _device()
         print(json.dumps(result))
         return 0
+    engines = _list(args.engines)
+    replica_counts = [int(r) for r in _list(args.replicas)]
+    have = {
+        "fit": _installed("tensorflow"),
+        "tensorflow": _installed("tensorflow"),
+        "jax": _installed("jax"),
+    }
     load_before = os.getloadavg()
     started = time.time()
-    results = {}
-    for name in ("a", "b", "c", "c1", *(("profile",) if args.profile else ())):
-        print(f"measuring {name} ...", file=sys.stderr, flush=True)
-        results[name] = _run_case(name, args)
-    a = results["a"]["seed_iterations_per_second"]
-    c = max(results[k]["seed_iterations_per_second"] for k in ("c", "c1"))
+    rows, skipped = [], []
+    plan = [("fit", 1)] if "fit" in engines else []
+    for engine in ("tensorflow", "jax"):
+        if engine in engines:
+            limit = args.tf_max_replicas if engine == "tensorflow" else None
+            plan += [(engine, r) for r in replica_counts if limit is None or r <= limit]
+    for engine, replicas in plan:
+        if not have[engine]:
+            skipped.append(f"{engine} (not installed)")
+            continue
+        print(f"measuring {engine} R={replicas} ...", file=sys.stderr, flush=True)
+        backend = "tensorflow" if engine == "fit" else engine
+        case = "fit" if engine == "fit" else "replicas"
+        result = _run_case(case, backend, replicas, args)
+        label = "`run_experiment` (model.fit)" if engine == "fit" else engine
+        rows.append({**result, "engine": engine, "label": label, "replicas": replicas})
+    profile = None
+    if args.profile and have["jax"]:
+        print("profiling the JAX engine at R=100 ...", file=sys.stderr, flush=True)
+        profile = _run_case("profile", "jax", 100, args)
     record = {
-        "results": results,
-        "ratio_c_over_a": c / a,
-        "ratio_c_over_b": c / results["b"]["seed_iterations_per_second"],
+        "rows": rows,
+        "ratios": _ratios(rows),
+        "profile": profile,
+        "skipped": skipped,
         "config": CONFIG,
         "steps": args.steps,
         "warmup": args.warmup,
@@ -340,22 +277,25 @@ def main(argv=None) -> int:
         "date": time.strftime("%Y-%m-%d %H:%M", time.localtime(started)),
         "seconds": time.time() - started,
     }
-    try:
-        import tensorflow as tf
-
-        record["machine"]["tensorflow"] = tf.__version__
-    except ImportError:
-        pass
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    print(_table(results))
-    if "profile" in results:
-        print(_profile_table(results["profile"]))
+    print(_table(rows))
+    for name, value in record["ratios"].items():
+        print(f"{name}: {value:.2f}")
+    if profile:
+        print(
+            f"JAX engine, R=100, per step: {profile['step_ms_batches_drawn']:.2f} ms "
+            f"with batches drawn, {profile['step_ms_fixed_batch']:.2f} ms on a "
+            "fixed batch: random numbers and targets are "
+            f"{profile['random_numbers_and_targets_share']:.0%} of a step"
+        )
+    if skipped:
+        print(f"skipped: {', '.join(skipped)}")
     print(
-        f"(c)/(a) = {c / a:.1f}; load average before/after: "
-        f"{load_before[0]:.1f}/{record['machine']['load_average_after'][0]:.1f} "
-        f"on {os.cpu_count()} CPUs; written to {out}",
+        f"load average before/after: {load_before[0]:.1f}/"
+        f"{record['machine']['load_average_after'][0]:.1f} on {os.cpu_count()} "
+        f"CPUs; written to {out}",
         file=sys.stderr,
     )
     return 0

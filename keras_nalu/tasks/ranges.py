@@ -140,10 +140,17 @@ def place_uniform(unit, scale, lows, highs, starts, boundaries, xp=np):
         Values inside the range, of the shape of `unit`.
     """
     position = unit * scale
-    part = xp.sum((position[..., None] >= boundaries).astype("int32"), axis=-1)
-    values = lows[part] + (position - starts[part])
+    values = lows[..., 0] + (position - starts[..., 0])
+    low, high = lows[..., 0], highs[..., 0]
+    # Part j starts at boundaries[j - 1]; a select per part, not a gather,
+    # which is cheaper in a compiled step and the same arithmetic.
+    for j in range(1, lows.shape[-1]):
+        inside = position >= boundaries[..., j - 1]
+        values = xp.where(inside, lows[..., j] + (position - starts[..., j]), values)
+        low = xp.where(inside, lows[..., j], low)
+        high = xp.where(inside, highs[..., j], high)
     # Rounding must not carry a value into a gap.
-    return xp.clip(values, lows[part], highs[part])
+    return xp.clip(values, low, high)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,22 +1,24 @@
 """A fast counter-based stream of uniform numbers for vectorized training data.
 
 The JAX replica engine draws every replica's training batch inside its
-compiled step. JAX's default generator (Threefry) costs about 20× more than
-the model's own step on a CPU at 100 replicas, so the engine uses this
-generator instead: element `e` of batch `b` of the stream keyed `(k₀, k₁)` is
+compiled step. JAX's default generator (Threefry) costs far more than the
+model's own step on a CPU at 100 replicas, so the engine uses this cheaper
+generator instead. Element `e` of batch `b` of the stream keyed `(k₀, k₁)` is
 
-    h₁ = mix(k₀ ⊕ mix(b)),   h₂ = mix(k₁ ⊕ mix(b ⊕ 0x5BD1E995)),
-    bits = mix(mix(h₁ ⊕ e) ⊕ h₂),   u = (bits >> 9) · 2⁻²³ ∈ [0, 1),
+    h = mix(k₀ ⊕ mix(k₁ ⊕ mix(b))),   bits = mix(h ⊕ mix(e ⊕ 0x9E3779B9)),
+    u = (bits >> 9) · 2⁻²³ ∈ [0, 1),
 
 where `mix` is the "triple32" integer hash (three xor-shift-multiply rounds,
 an exact bijection of 32-bit words whose avalanche is within a few percent of
 an ideal random permutation's; Wellons, "Prospecting for hash functions",
-2018). The key `(k₀, k₁)` of a stream is a Philox scramble of `(seed,
-stream)`, so neighbouring seeds are unrelated. Every number is a function of
-(key, batch, element) only: a replica's stream is the same however many
-replicas are drawn together, on any device. It is a generator for training
-data, not for cryptography; `tests/tasks/test_streams.py` checks its
-uniformity and the independence of neighbouring seeds, batches and elements.
+2018). `mix(e ⊕ 0x9E3779B9)` does not depend on the stream, so a compiled
+step computes it once: one hash per number. The key `(k₀, k₁)` of a stream is
+a Philox scramble of `(seed, stream)`, so neighbouring seeds are unrelated;
+each batch gets its own 32-bit key `h`. Every number is a function of (key,
+batch, element) only: a replica's stream is the same however many replicas
+are drawn together, on any device. It is a generator for training data, not
+for cryptography; `tests/tasks/test_streams.py` checks its uniformity and the
+independence of neighbouring seeds, batches and elements.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import numpy as np
 
 from keras_nalu.tasks._philox import _key_and_counter
 
-_STEP_SALT = 0x5BD1E995
+_ELEMENT_SALT = 0x9E3779B9
 
 
 def stream_key(seed: int, stream: int) -> np.ndarray:
@@ -74,10 +76,9 @@ def counter_uniform(key, batch, shape, xp=np):
     # One-element arrays, not scalars: NumPy wraps array products silently.
     key = xp.asarray(key, dtype=xp.uint32).reshape(2, 1)
     batch = xp.asarray(batch).astype(xp.uint32).reshape(1)
-    first = _mix(key[0] ^ _mix(batch, xp), xp)
-    second = _mix(key[1] ^ _mix(batch ^ xp.uint32(_STEP_SALT), xp), xp)
+    batch_key = _mix(key[0] ^ _mix(key[1] ^ _mix(batch, xp), xp), xp)
     size = int(np.prod(shape))
-    element = xp.arange(size, dtype=xp.uint32)
-    bits = _mix(_mix(first ^ element, xp) ^ second, xp)
+    element = xp.arange(size, dtype=xp.uint32) ^ xp.uint32(_ELEMENT_SALT)
+    bits = _mix(batch_key ^ _mix(element, xp), xp)
     mantissa = (bits >> xp.uint32(9)) | xp.uint32(0x3F800000)
     return (mantissa.view(xp.float32) - xp.float32(1.0)).reshape(shape)
