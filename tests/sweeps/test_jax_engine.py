@@ -309,3 +309,82 @@ def test_build_model_and_replica_agree_on_initial_weights():
     model, _ = build_model("nmu", input_size=10)
     for a, b in zip(run.weights(0), model.get_weights()):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_sweep_packs_the_tasks_of_one_recipe_into_one_run(tmp_path, monkeypatch):
+    from keras_nalu.sweeps import runner
+
+    grid = {
+        "model": ["nau"],
+        "operation": ["add", "sub", "mul"],
+        "input_size": [10],
+        "iterations": [200],
+        "eval_every": [100],
+    }
+    from keras_nalu.sweeps import engines
+
+    sizes = []
+    real = engines.train_batched
+
+    def spy(configs, **kwargs):
+        sizes.append(len(configs))
+        return real(configs, **kwargs)
+
+    monkeypatch.setattr(engines, "train_batched", spy)
+    outcome = runner.run_sweep(grid, "0-1", tmp_path / "r.csv", progress=False)
+    assert sizes == [6] and outcome.new_rows == 6
+    rows = outcome.results.sort_values(["operation", "seed"])
+    for operation in ("add", "sub", "mul"):
+        alone = train_replicas(
+            _config(
+                model="nau",
+                operation=operation,
+                iterations=200,
+                eval_every=100,
+            ),
+            [0, 1],
+            progress=False,
+        )
+        mine = rows[rows["operation"] == operation]
+        assert list(mine["success"]) == [r["success"] for r in alone]
+        np.testing.assert_allclose(
+            mine["extrapolation_mse"],
+            [r["extrapolation_mse"] for r in alone],
+            rtol=1e-4,
+        )
+    assert set(rows["engine"]) == {"jax"} and set(rows["replicas"]) == {6}
+
+
+def test_ray_chunks_ask_for_a_gpu_where_the_cluster_has_one(tmp_path, monkeypatch):
+    ray = pytest.importorskip("ray")
+    from keras_nalu.sweeps import runner
+
+    requests = []
+    real_remote = ray.remote
+
+    def spy(*args, **kwargs):
+        requests.append(kwargs)
+        return real_remote(*args, **kwargs)
+
+    monkeypatch.setattr(ray, "remote", spy)
+    # A CPU machine that declares one GPU: the chunks must ask for it, and
+    # Ray schedules them on it one at a time.
+    ray.init(
+        num_cpus=2,
+        num_gpus=1,
+        include_dashboard=False,
+        log_to_driver=False,
+        configure_logging=False,
+    )
+    try:
+        grid = {"model": ["nau", "nmu"], "input_size": [10], "iterations": [100]}
+        grid["eval_every"] = [100]
+        outcome = runner.run_sweep(
+            grid, "0-1", tmp_path / "r.csv", ray_address="local", progress=False
+        )
+    finally:
+        ray.shutdown()
+    assert outcome.new_rows == 4
+    assert requests and requests[0]["num_gpus"] == 1
+    assert requests[0]["runtime_env"]["env_vars"]["KERAS_BACKEND"] == "jax"
+    assert set(outcome.results["engine"]) == {"jax"}
