@@ -50,8 +50,11 @@ class NACUniform(keras.initializers.RandomUniform):
 
     Example:
 
-    >>> import keras_nalu
+    >>> import keras_nalu, numpy as np
     >>> values = keras_nalu.initializers.NACUniform(seed=1)(shape=(100, 2))
+    >>> r = keras_nalu.initializers.nac_uniform_limit(100, 2)
+    >>> bool(np.abs(values).max() <= r), round(r, 3)
+    (True, 0.504)
 
     Reference: Madsen & Johansen (2020), App. B.1.2 and B.2.
     """
@@ -79,8 +82,13 @@ class NAUUniform(keras.initializers.RandomUniform):
 
     Example:
 
-    >>> import keras_nalu
+    >>> import keras_nalu, numpy as np
     >>> values = keras_nalu.initializers.NAUUniform(seed=1)(shape=(100, 2))
+    >>> bool(np.abs(values).max() <= (3 * 2 / 102) ** 0.5)  # r = √3·√(2/(I+O))
+    True
+    >>> wide = keras_nalu.initializers.NAUUniform(seed=1)(shape=(2, 2))
+    >>> bool(np.abs(wide).max() <= 0.5)  # √3·√(2/4) ≈ 1.22, capped at ½
+    True
 
     Reference: Madsen & Johansen (2020), §2.6; the 0.5 cap follows the
     reference code.
@@ -109,8 +117,10 @@ class NMUUniform(keras.initializers.RandomUniform):
 
     Example:
 
-    >>> import keras_nalu
-    >>> values = keras_nalu.initializers.NMUUniform(seed=1)(shape=(100, 2))
+    >>> import keras_nalu, numpy as np
+    >>> values = np.asarray(keras_nalu.initializers.NMUUniform(seed=1)((100, 2)))
+    >>> bool(values.min() >= 0.25 and values.max() <= 0.75)
+    True
 
     Reference: Madsen & Johansen (2020), §2.6 and App. B.4.
     """
