@@ -156,6 +156,10 @@ class NALU(NACWeights):
             return self.kernel
         return nac_weight(self.to_math(self.mul_w_hat), self.to_math(self.mul_m_hat))
 
+    def effective_weights(self):
+        """W of the additive path and of the multiplicative one (equal if shared)."""
+        return {"kernel": self.kernel, "mul_kernel": self.mul_kernel}
+
     def _gate_values(self, x, gate, bias):
         if self.gate_type == "constant":
             return ops.zeros_like(x[..., :1]) + ops.sigmoid(self.to_math(gate))
