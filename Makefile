@@ -8,6 +8,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 export TF_CPP_MIN_LOG_LEVEL ?= 2
+# Keeps mkdocs-material's end-of-life banner out of the build output.
+export NO_MKDOCS_2_WARNING ?= 1
 
 .PHONY: train test test-slow docs docs-serve wheel-check clean bench-speed bench-table2 bench-table6 bench-fig3 bench-gates bench-mnist
 

@@ -27,9 +27,9 @@ def nac_weight_variance(r: float) -> float:
 def nac_uniform_limit(fan_in: int, fan_out: int, min_fan_sum: int = 5) -> float:
     """The r at which Var[W] of the NAC construction equals 2 / max(I + O, 5).
 
-    Var[W](r) rises from 0 towards 1/2, so the Glorot target 2/(I+O) has a
-    root only when I + O > 4; like the reference code we floor the fan sum at
-    `min_fan_sum` (5), which keeps the target at most 0.4.
+    Var[W], as a function of r, rises from 0 towards 1/2, so the Glorot target
+    2/(I+O) has a root only when I + O > 4; like the reference code we floor
+    the fan sum at `min_fan_sum` (5), which keeps the target at most 0.4.
     """
     target = 2.0 / max(fan_in + fan_out, min_fan_sum)
     return optimize.brentq(lambda r: nac_weight_variance(r) - target, 1e-6, 1e4)
