@@ -31,8 +31,8 @@ class ExperimentConfig:
     The defaults are Madsen & Johansen's (2020) arithmetic task (App. C, a + b) with the
     `nau_sparse` preset: NAU → NAU with the paper's schedule (5·10³ → 5·10⁴)
     but λ = 0.1 instead of 0.01, trained for 10⁵ steps — enough for success and
-    for discrete weights, in about a minute on 2 cores. `model="nau"` is the
-    paper's preset exactly (it succeeds as fast but sparsifies over ~10⁶).
+    for discrete weights. `model="nau"` is the paper's preset exactly (it
+    succeeds as fast but sparsifies over ~10⁶ steps).
 
     `epsilon` is the optimizer's ε; None keeps Keras' 10⁻⁷. The papers' PyTorch
     code ran Adam with 10⁻⁸ (Keras adds ε before Adam's bias correction,

@@ -5,62 +5,40 @@ import keras
 import numpy as np
 
 from keras_nalu.callbacks import iter_layers
-from keras_nalu.layers.base import clip_like_constraint
-from keras_nalu.layers.gated import GatedNAUNMU
-from keras_nalu.layers.inalu import iNALU
-from keras_nalu.layers.nac import NACWeights
-from keras_nalu.layers.nalu import NALU
-from keras_nalu.layers.nau import NAU
-from keras_nalu.layers.nmu import NMU
-from keras_nalu.layers.npu import NPU
+from keras_nalu.layers.base import ArithmeticLayer
 
 
 def effective_weight_tensors(layer) -> dict:
-    """The weights a unit actually computes with, by name.
+    """The weights a layer actually computes with, by name, as backend tensors.
 
-    NAU/NMU: the kernel clipped as in the forward pass; NAC, NAC• (also NAC•σ
-    and NAC•NMU): W = tanh(Ŵ)σ(M̂), σ(Ŵ) or clip(Ŵ, 0, 1); NALU and iNALU:
-    their additive (and separate multiplicative) W, not the gate; gated
-    NAU/NMU: both units' clipped kernels, not the gate; NPU: Re (and Im), not
-    the relevance gate; Dense: the kernel. Other layers have none (an
-    `ArithmeticCell`'s unit is a layer of its own).
-
-    The values are backend tensors computed from the layer's variables, so
-    they follow a `keras.StatelessScope` (the JAX replica engine reads every
-    replica's this way); `effective_weights` gives them as NumPy arrays.
+    An arithmetic unit answers itself (`ArithmeticLayer.effective_weights`:
+    clipped kernels, W = tanh(Ŵ)σ(M̂), both paths of a NALU, never a gate); a
+    `Dense` layer gives its kernel. Other layers have none (an
+    `ArithmeticCell`'s unit is a layer of its own). The tensors are computed
+    from the layer's variables, so they follow a `keras.StatelessScope` (the
+    JAX replica engine reads every replica's this way).
     """
-    if isinstance(layer, (NAU, NMU)):
-        kernel = clip_like_constraint(layer.kernel, layer.kernel_constraint)
-        return {"kernel": kernel}
-    if isinstance(layer, GatedNAUNMU):
-        return {
-            f"{name}_kernel": effective_weight_tensors(unit)["kernel"]
-            for name, unit in (("nau", layer.nau), ("nmu", layer.nmu))
-        }
-    if isinstance(layer, iNALU):
-        return {
-            "kernel": layer.kernel,
-            "mul_kernel": layer.mul_kernel,
-        }
-    if isinstance(layer, NPU):
-        weights = {"kernel": layer.kernel}
-        if layer.complex_weights:
-            weights["imaginary_kernel"] = layer.imaginary_kernel
-        return weights
-    if isinstance(layer, NALU) and layer.separate_weights:
-        return {
-            "kernel": layer.kernel,
-            "mul_kernel": layer.mul_kernel,
-        }
-    if isinstance(layer, NACWeights):
-        return {"kernel": layer.kernel}
+    if isinstance(layer, ArithmeticLayer):
+        return layer.effective_weights()
     if isinstance(layer, keras.layers.Dense):
         return {"kernel": layer.kernel}
     return {}
 
 
 def effective_weights(layer) -> dict[str, np.ndarray]:
-    """`effective_weight_tensors` as NumPy arrays."""
+    """The weights a layer actually computes with, by name, as NumPy arrays.
+
+    `effective_weight_tensors`, converted.
+
+    Example:
+
+    >>> import keras_nalu
+    >>> layer = keras_nalu.NMU(1)
+    >>> layer.build((None, 2))
+    >>> _ = layer.kernel.assign([[1.2], [0.4]])
+    >>> effective_weights(layer)["kernel"].tolist()
+    [[1.0], [0.4000000059604645]]
+    """
     return {
         name: keras.ops.convert_to_numpy(value)
         for name, value in effective_weight_tensors(layer).items()
