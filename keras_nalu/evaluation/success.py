@@ -27,6 +27,10 @@ def summarize_evaluations(evaluations, threshold: float) -> dict:
     - best step: the evaluation with the lowest interpolation (validation) MSE;
     - success: the extrapolation MSE at the best step is below `threshold`;
     - solved at: the first step whose extrapolation MSE is below `threshold`;
+    - last solved at: the last such step (a run may find a solution and
+      lose it again);
+    - final success: the last evaluation's extrapolation MSE is below
+      `threshold`;
     - diverged: any MSE that is not finite.
 
     NaN never counts as success: a non-finite MSE is neither "best" nor below
@@ -38,7 +42,18 @@ def summarize_evaluations(evaluations, threshold: float) -> dict:
         if math.isfinite(e.interpolation_mse) and math.isfinite(e.extrapolation_mse)
     ]
     diverged = len(finite) < len(evaluations)
-    solved_at = next((e.step for e in finite if e.extrapolation_mse < threshold), None)
+    solved = [e.step for e in finite if e.extrapolation_mse < threshold]
+    solved_at = solved[0] if solved else None
+    last = evaluations[-1] if evaluations else None
+    final_success = bool(
+        last is not None
+        and math.isfinite(last.interpolation_mse)
+        and last.extrapolation_mse < threshold
+    )
+    later = {
+        "last_solved_at": solved[-1] if solved else None,
+        "final_success": final_success,
+    }
     if not finite:
         return {
             "success": False,
@@ -48,6 +63,7 @@ def summarize_evaluations(evaluations, threshold: float) -> dict:
             "extrapolation_mse": math.nan,
             "sparsity_error": math.nan,
             "diverged": diverged,
+            **later,
         }
     best = min(finite, key=lambda e: e.interpolation_mse)
     return {
@@ -58,6 +74,7 @@ def summarize_evaluations(evaluations, threshold: float) -> dict:
         "extrapolation_mse": best.extrapolation_mse,
         "sparsity_error": best.sparsity_error,
         "diverged": diverged,
+        **later,
     }
 
 

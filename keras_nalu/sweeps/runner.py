@@ -77,13 +77,21 @@ RECORD_FIELDS = (
     "subsets",
     "engine",
     "device",
+    "last_solved_at",
+    "final_success",
 )
 """The result columns, from the `run_experiment`-style record of each seed."""
 
-LATER_RECORD_FIELDS = {"engine": "tensorflow", "device": ""}
+LATER_RECORD_FIELDS = {
+    "engine": "tensorflow",
+    "device": "",
+    "last_solved_at": None,
+    "final_success": None,
+}
 """Result columns added after results files existed, with the value their
 older rows stand for: those rows were trained by the TensorFlow engine on an
-unrecorded device."""
+unrecorded device, and did not record the last solved step or the verdict of
+the final evaluation (empty cells)."""
 
 RESULT_COLUMNS = (*CONFIG_COLUMNS, *RECORD_FIELDS, "config_id")
 """Every column of a results file, in order."""

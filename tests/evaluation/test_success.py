@@ -34,6 +34,15 @@ def test_summary_of_a_scripted_sequence():
     assert result["success"] is False
     assert result["extrapolation_mse"] == 2.0
     assert result["diverged"] is False
+    assert result["last_solved_at"] == 3000
+    assert result["final_success"] is True
+
+
+def test_a_solution_found_and_lost_is_told_apart():
+    evaluations = _scripted([(0, 5.0, 50.0), (1000, 0.2, 0.5), (2000, 0.3, 3.0)])
+    result = summarize_evaluations(evaluations, threshold=1.0)
+    assert (result["success"], result["solved_at"]) == (True, 1000)
+    assert (result["last_solved_at"], result["final_success"]) == (1000, False)
 
 
 def test_success_is_judged_at_the_best_validation_step():
@@ -51,6 +60,7 @@ def test_nan_is_diverged_never_success():
     result = summarize_evaluations(evaluations, threshold=1.0)
     assert result["diverged"] is True
     assert result["success"] is False
+    assert result["final_success"] is False and result["last_solved_at"] == 0
 
 
 def _nau_nmu(task, perturbation=0.0):
