@@ -132,15 +132,37 @@ def resolve_constraint(identifier, min_value: float, max_value: float):
     return keras.constraints.get(identifier)
 
 
+def clip(x, min_value, max_value):
+    """`ops.clip` whose gradient is 1 on the closed interval, on every backend.
+
+    Backends disagree at the bounds: TensorFlow (and PyTorch's `clamp`, which
+    the papers' code uses) pass the whole gradient at `x == bound`, JAX
+    passes half. A weight that the constraint has just clamped sits exactly
+    at a bound, so the difference changes how the NAU/NMU train; this clip
+    passes the gradient inside [min_value, max_value], bounds included, and
+    none outside, on every backend.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> ops.convert_to_numpy(clip(np.array([-0.5, 0.0, 1.0, 1.5]), 0.0, 1.0))
+    array([0., 0., 1., 1.])
+    """
+    x = ops.convert_to_tensor(x)  # a Variable's value, on every backend
+    inside = ops.logical_and(x >= min_value, x <= max_value)
+    return ops.where(inside, x, ops.clip(x, min_value, max_value))
+
+
 def clip_like_constraint(kernel, constraint):
     """Applies a `Clip` constraint in the forward pass too (Madsen & Johansen 2020, eq.
     5, 10).
 
     With any other constraint (or none, the "no clamp" ablation) the kernel is
-    used as it is.
+    used as it is. The gradient is that of `clip`: whole on the closed box.
     """
     if isinstance(constraint, nalu_constraints.Clip):
-        return ops.clip(kernel, constraint.min_value, constraint.max_value)
+        return clip(kernel, constraint.min_value, constraint.max_value)
     return kernel
 
 

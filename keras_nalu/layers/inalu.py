@@ -8,6 +8,7 @@ from keras_nalu._validation import check_positive
 from keras_nalu.initializers import clone_with_new_seed
 from keras_nalu.layers.base import (
     ArithmeticLayer,
+    clip,
     resolve_constraint,
     resolve_initializer,
     resolve_regularizer,
@@ -32,7 +33,7 @@ def inalu_product(x, kernel, epsilon, omega):
     """
     log_magnitude = ops.log(ops.maximum(ops.abs(x), epsilon))
     magnitude = ops.exp(ops.minimum(ops.matmul(log_magnitude, kernel), omega))
-    sign = ops.clip(nmu_product(ops.sign(x), ops.abs(kernel)), -1.0, 1.0)
+    sign = clip(nmu_product(ops.sign(x), ops.abs(kernel)), -1.0, 1.0)
     return magnitude * sign
 
 

@@ -17,9 +17,10 @@ rates), such differences can grow to the size of one Adam step; the records
 (success, solved-at, best step) are the same in the tested cases. The batch
 of step b + 1 is drawn while step b trains.
 
-Speed: on a 2-core CPU about half of the time draws the Philox numbers that
-keep the streams identical to the single runs (see
-`benchmarks/speed.py --profile`).
+Speed: much of a step's time goes to drawing the Philox numbers (1.28·10⁶ per
+step for 100 replicas of the default task) that keep each replica's stream
+identical to its single run; `benchmarks/speed.py` measures the rate on the
+machine at hand.
 """
 
 from __future__ import annotations
