@@ -3,6 +3,7 @@
 import dataclasses
 import json
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -10,6 +11,11 @@ import tensorflow as tf
 from keras_nalu import cli
 from keras_nalu.experiment import ExperimentConfig, run_experiment
 from keras_nalu.sweeps.replicas import ReplicaRun, read_backup, train_replicas
+
+pytestmark = pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow",
+    reason="the TensorFlow engine runs on the TensorFlow backend",
+)
 
 RECORD_KEYS = ("success", "solved_at", "best_step", "diverged", "iterations")
 
@@ -335,3 +341,13 @@ def test_progress_without_a_backup_or_with_a_broken_one_is_one_line(tmp_path, ca
     broken.write_bytes(b"not a zip")
     assert cli.main(["progress", str(tmp_path / "sweep.csv")]) == 2
     assert "is not a readable sweep backup" in capsys.readouterr().err
+
+
+def test_the_jax_engine_on_another_backend_is_one_line():
+    config = ExperimentConfig(model="nau", input_size=10, iterations=10, eval_every=10)
+    with pytest.raises(ValueError, match="The jax engine needs KERAS_BACKEND=jax"):
+        train_replicas(config, [0], engine="jax", progress=False)
+    with pytest.raises(ValueError, match="batched runs of different tasks need"):
+        ReplicaRun.batched(
+            [config, dataclasses.replace(config, operation="sub", seed=1)]
+        )
