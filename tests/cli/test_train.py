@@ -45,6 +45,7 @@ def trained(tmp_path_factory):
         "--export-dir",
         str(root / "saved"),
         "--quiet",
+        "--json",
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     return root, completed
@@ -53,7 +54,9 @@ def trained(tmp_path_factory):
 def test_train_prints_and_writes_the_record(trained):
     root, completed = trained
     record = json.loads(completed.stdout)
-    on_disk = json.loads((root / "runs" / "nau-sub-seed4" / "result.json").read_text())
+    # The default name tells this config from nau-sub-seed4 at the defaults.
+    assert record["name"].startswith("nau-sub-seed4-")
+    on_disk = json.loads((root / "runs" / record["name"] / "result.json").read_text())
     assert on_disk["iterations"] == record["iterations"] == 3000
     for key in (
         "success",
@@ -71,16 +74,17 @@ def test_train_prints_and_writes_the_record(trained):
         assert key in record
     assert record["config"]["operation"] == "sub"
     assert record["evaluations"] == 4  # steps 0, 1000, 2000, 3000
-    assert "nau-sub-seed4" in completed.stderr  # the verdict line
+    assert completed.stderr.startswith(f"{record['name']}: ")  # the verdict line
 
 
 def test_train_exports_a_servable_saved_model(trained, tmp_path):
     root, completed = trained
     record = json.loads(completed.stdout)
-    version_dir = root / "saved" / "nau-sub-seed4" / "1"
+    version_dir = root / "saved" / record["name"] / "1"
+    assert record["saved_model"] == str(version_dir)
     assert (version_dir / "saved_model.pb").exists()
     manifest = json.loads(
-        (root / "saved" / "nau-sub-seed4" / "manifest.json").read_text()
+        (root / "saved" / record["name"] / "manifest.json").read_text()
     )
     assert manifest["latest"] == 1
     assert manifest["versions"]["1"]["task"]["operation"] == "sub"
@@ -109,15 +113,21 @@ def test_train_exports_a_servable_saved_model(trained, tmp_path):
         (["--batch-size", "0"], "batch_size"),
         (["--bogus-flag"], "unrecognized"),
         (["--seed", "abc"], "seed"),
+        (["--name", "../escaped"], "--name='../escaped'"),
+        (["--export-dir", "afile/models"], "--export-dir 'afile/models'"),
     ],
 )
-def test_bad_flags_exit_nonzero_with_one_line(flags, needle):
-    completed = run_cli("train", *flags, "--quiet", timeout=120)
-    assert completed.returncode != 0
+def test_bad_flags_exit_nonzero_with_one_line(flags, needle, tmp_path):
+    (tmp_path / "afile").write_text("in the way")
+    completed = run_cli("train", *flags, "--quiet", cwd=tmp_path, timeout=120)
+    assert completed.returncode == 2
     lines = [line for line in completed.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, completed.stderr
     assert "Traceback" not in completed.stderr
     assert needle in lines[0]
+    assert completed.stdout == ""
+    assert not (tmp_path / "escaped").exists()
+    assert not list(tmp_path.glob("runs/*"))  # nothing trained, nothing written
 
 
 def test_explain_command_prints_the_formula(trained):
@@ -127,6 +137,23 @@ def test_explain_command_prints_the_formula(trained):
     assert explained.returncode == 0, explained.stderr[-2000:]
     assert explained.stdout.startswith("y = ")
     assert explained.stdout.strip() == record["formula"]
+
+
+def test_train_prints_a_short_summary_unless_asked_for_json(tmp_path):
+    flags = ["--input-size", "10", "--iterations", "200", "--eval-every", "100"]
+    flags += ["--output-dir", str(tmp_path / "runs"), "--no-export", "--quiet"]
+    completed = run_cli("train", "--model", "nau", "--name", "brief", *flags)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    lines = completed.stdout.splitlines()
+    assert 4 <= len(lines) <= 8, completed.stdout
+    assert lines[0].startswith("brief: ")  # the verdict
+    assert "model=nau operation=add seed=0 iterations=200" in lines[1]
+    assert "input_size=10" in lines[1]
+    assert lines[2].split()[0] == "formula:"
+    record = tmp_path / "runs" / "brief" / "result.json"
+    assert f"record:      {record}" in completed.stdout
+    assert str(record.with_name("model.keras")) in completed.stdout
+    assert "history" in json.loads(record.read_text())  # the full record
 
 
 def test_explain_command_on_a_missing_file_is_one_line(tmp_path):
