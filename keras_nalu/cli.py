@@ -86,7 +86,7 @@ def _train(args) -> int:
     if not args.no_export:
         model_dir = check_output_folder(args.export_dir, "--export-dir") / name
         if model_dir.exists():
-            check_output_folder(model_dir, "--export-dir")
+            check_output_folder(model_dir, "--export-dir", args.export_dir)
     with _overlap_warnings_silenced():
         model, record = run_experiment(config, verbose=not args.quiet, name=name)
     record.update(_explain_record(model, config))

@@ -139,23 +139,6 @@ def test_explain_command_prints_the_formula(trained):
     assert explained.stdout.strip() == record["formula"]
 
 
-def test_train_prints_a_short_summary_unless_asked_for_json(tmp_path):
-    flags = ["--input-size", "10", "--iterations", "200", "--eval-every", "100"]
-    flags += ["--output-dir", str(tmp_path / "runs"), "--no-export", "--quiet"]
-    completed = run_cli("train", "--model", "nau", "--name", "brief", *flags)
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    lines = completed.stdout.splitlines()
-    assert 4 <= len(lines) <= 8, completed.stdout
-    assert lines[0].startswith("brief: ")  # the verdict
-    assert "model=nau operation=add seed=0 iterations=200" in lines[1]
-    assert "input_size=10" in lines[1]
-    assert lines[2].split()[0] == "formula:"
-    record = tmp_path / "runs" / "brief" / "result.json"
-    assert f"record:      {record}" in completed.stdout
-    assert str(record.with_name("model.keras")) in completed.stdout
-    assert "history" in json.loads(record.read_text())  # the full record
-
-
 def test_explain_command_on_a_missing_file_is_one_line(tmp_path):
     completed = run_cli("explain", str(tmp_path / "nope.keras"), timeout=120)
     assert completed.returncode == 2
