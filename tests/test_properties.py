@@ -414,21 +414,6 @@ def restored_or_refused(run, path):
         assert (run.step, run.wall_time) == before
 
 
-# read_backup and ReplicaRun.restore_backup live in keras_nalu/sweeps/replicas.py,
-# owned by another branch. They let some damage through as other exceptions
-# (an empty file: EOFError; a flipped zip version byte: NotImplementedError; a
-# damaged .npy header: tokenize.TokenError; a state without "step" or with
-# "evaluations": null: KeyError, TypeError), and restore_backup assigns the
-# variables before it reads "step" and "wall_time", so a damaged state leaves
-# the run half restored. These tests pin that down; drop each mark with the fix.
-REPLICAS_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="read_backup/restore_backup raise other errors than ValueError on "
-    "some damaged backups (keras_nalu/sweeps/replicas.py)",
-)
-
-
-@REPLICAS_BUG
 def test_an_empty_backup_is_one_clear_error(tmp_path, backup):
     run, _ = backup
     path = tmp_path / "chunk.npz"
@@ -437,7 +422,6 @@ def test_an_empty_backup_is_one_clear_error(tmp_path, backup):
     restored_or_refused(run, path)
 
 
-@REPLICAS_BUG
 @pytest.mark.parametrize("key", ["step", "evaluations"])
 def test_a_backup_state_without_a_key_is_one_clear_error(tmp_path, backup, key):
     run, content = backup
@@ -447,7 +431,6 @@ def test_a_backup_state_without_a_key_is_one_clear_error(tmp_path, backup, key):
     restored_or_refused(run, path)
 
 
-@REPLICAS_BUG
 @settings(max_examples=25)
 @given(st.data())
 def test_a_mutated_backup_is_read_or_one_clear_error(tmp_path, backup, data):
@@ -486,7 +469,6 @@ state_values = st.recursive(
 )
 
 
-@REPLICAS_BUG
 @settings(max_examples=25)
 @given(
     st.lists(

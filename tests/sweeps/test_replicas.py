@@ -284,7 +284,7 @@ def test_a_backup_of_another_run_is_refused(tmp_path):
         assert other.step == 0
     garbage = tmp_path / "garbage.npz"
     garbage.write_bytes(b"\x00 not a backup")
-    with pytest.raises(ValueError, match="not a backup of this run"):
+    with pytest.raises(ValueError, match="not a readable sweep backup"):
         ReplicaRun(config, [0, 1]).restore_backup(garbage)
     assert backup.read_bytes() == content
     assert not ReplicaRun(config, [0, 1]).restore_backup(tmp_path / "missing.npz")

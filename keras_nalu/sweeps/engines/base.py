@@ -34,7 +34,6 @@ import json
 import math
 import os
 import time
-import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -169,6 +168,71 @@ def build_replica(config: ExperimentConfig):
         end=config.sparsity_end,
         steps_per_execution=execution_size(config),
     )
+
+
+def _load_backup(path: Path, count: int = 0) -> tuple[dict, list]:
+    """The state and the first `count` arrays of a backup, or one ValueError."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            state = json.loads(str(data["state"]))
+            arrays = [data[f"variable_{i}"] for i in range(count)]
+    except Exception as error:  # any damage: zip, .npy header, JSON, keys
+        raise ValueError(
+            f"{path} is not a readable sweep backup ({type(error).__name__}); "
+            "delete it to start afresh."
+        ) from None
+    if not isinstance(state, dict):
+        raise ValueError(f"{path} is not a readable sweep backup (no state).")
+    return state, arrays
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _check_state(path: Path, state: dict, replicas: int) -> None:
+    """Raises one ValueError unless the backup's bookkeeping is whole."""
+
+    def rows_ok(rows) -> bool:
+        return isinstance(rows, list) and all(
+            isinstance(row, list)
+            and len(row) == 4
+            and _is_int(row[0])
+            and all(_is_number(v) for v in row[1:])
+            for row in rows
+        )
+
+    def per_replica(key, ok) -> bool:
+        values = state.get(key)
+        return (
+            isinstance(values, list)
+            and len(values) == replicas
+            and all(ok(v) for v in values)
+        )
+
+    checks = {
+        "format": state.get("format") == BACKUP_FORMAT,
+        "step": _is_int(state.get("step")) and state["step"] >= 0,
+        "wall_time": _is_number(state.get("wall_time"))
+        and math.isfinite(state["wall_time"])
+        and state["wall_time"] >= 0,
+        "evaluations": per_replica("evaluations", rows_ok),
+        "iterations": per_replica(
+            "iterations", lambda v: v is None or (_is_int(v) and v >= 0)
+        ),
+        "loss_diverged": per_replica("loss_diverged", lambda v: isinstance(v, bool)),
+        "active": per_replica("active", lambda v: isinstance(v, bool)),
+    }
+    bad = [key for key, ok in checks.items() if not ok]
+    if bad:
+        raise ValueError(
+            f"{path} is a damaged sweep backup (bad {', '.join(bad)}); delete it "
+            "to start afresh."
+        )
 
 
 def _partial(backup: Path) -> Path:
@@ -651,14 +715,7 @@ class ReplicaRun:
         if not path.exists():
             return False
         shapes = self._state_shapes()
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                state = json.loads(str(data["state"])) if "state" in data else {}
-                arrays = [data.get(f"variable_{i}") for i in range(len(shapes))]
-        except (OSError, ValueError, TypeError, AttributeError, zipfile.BadZipFile):
-            state, arrays = {}, []
-        if not isinstance(state, dict):
-            state = {}
+        state, arrays = _load_backup(path, len(shapes))
         identity = self._identity()
         if state.get("format") != BACKUP_FORMAT or any(
             state.get(key) != value for key, value in identity.items()
@@ -672,8 +729,9 @@ class ReplicaRun:
                 f"{path} is a backup of the {state['engine']} engine, not of the "
                 f"{self.engine} engine; delete it to start afresh."
             )
+        _check_state(path, state, self.num_replicas)
         for values, shape in zip(arrays, shapes):
-            if values is None or tuple(values.shape) != shape:
+            if tuple(values.shape) != shape:
                 raise ValueError(
                     f"{path} does not hold this run's variables; delete it to "
                     "start afresh."
@@ -809,9 +867,13 @@ def read_backup(path: str | os.PathLike) -> list[dict]:
     chunk of a sweep that is in training.
     """
     path = Path(path)
+    state, _ = _load_backup(path)
+    if state.get("format") != BACKUP_FORMAT:
+        raise ValueError(
+            f"{path} has backup format {state.get('format')!r}; this version "
+            f"reads format {BACKUP_FORMAT}."
+        )
     try:
-        with np.load(path, allow_pickle=False) as data:
-            state = json.loads(str(data["state"]))
         if "configs" in state:
             configs = [ExperimentConfig(**c) for c in state["configs"]]
         else:
@@ -819,18 +881,15 @@ def read_backup(path: str | os.PathLike) -> list[dict]:
                 ExperimentConfig(**state["config"], seed=int(seed))
                 for seed in state["seeds"]
             ]
-        step = int(state["step"])
-        histories = state["evaluations"]
-        diverged = state["loss_diverged"]
-    except (OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile) as error:
+    except Exception as error:  # a damaged config: any field, any type
         raise ValueError(
-            f"{path} is not a readable sweep backup ({type(error).__name__}: {error})."
+            f"{path} is not a readable sweep backup ({type(error).__name__} in "
+            "its configuration)."
         ) from None
-    if state.get("format") != BACKUP_FORMAT:
-        raise ValueError(
-            f"{path} has backup format {state.get('format')!r}; this version "
-            f"reads format {BACKUP_FORMAT}."
-        )
+    _check_state(path, state, len(configs))
+    step = state["step"]
+    histories = state["evaluations"]
+    diverged = state["loss_diverged"]
     thresholds = {}
     records = []
     for config, history, loss_diverged in zip(configs, histories, diverged):
