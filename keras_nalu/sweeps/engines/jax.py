@@ -157,7 +157,7 @@ class JaxReplicaRun(ReplicaRun):
     def _replica_batch(self, key, table, mask, operation, step):
         unit = counter_uniform(key, step, self._batch_shape, xp=jnp)
         x = place_uniform(unit, *table, xp=jnp)
-        sums = jnp.sum(x[..., :, None] * mask, axis=-2)
+        sums = jnp.matmul(x, mask, precision=jax.lax.Precision.HIGHEST)
         columns = [sums[..., j : j + 1] for j in range(mask.shape[-1])]
         targets = [apply_operation(op, columns) for op in self._operations]
         t = targets[-1]
