@@ -124,7 +124,29 @@ class RegularizationSchedule(keras.callbacks.Callback):
                 "nothing.",
                 stacklevel=2,
             )
+        self._warn_if_frozen()
         self._update()
+
+    def _warn_if_frozen(self):
+        # Keras' JAX trainer compiles the train step with the model's
+        # variables as arguments; any other variable is read once, at trace
+        # time. keras_nalu units list their regularizers' strengths among
+        # their variables (ArithmeticLayer.variables); other layers do not.
+        if keras.backend.backend() != "jax":
+            return
+        state = {id(variable) for variable in self.model.variables}
+        frozen = [r for r in self._regularizers if id(r.current_strength) not in state]
+        if frozen:
+            warnings.warn(
+                f"RegularizationSchedule cannot change {len(frozen)} scheduled "
+                "regularizer(s) of this model under the JAX backend: "
+                f"{sorted({type(r).__name__ for r in frozen})} held by a layer "
+                "that is not a keras_nalu unit (e.g. a Dense kernel_regularizer), "
+                "so the compiled train step keeps the strength it had when "
+                "traced. Put them on keras_nalu units, or use the TensorFlow "
+                "backend.",
+                stacklevel=2,
+            )
 
     def on_train_batch_begin(self, batch, logs=None):
         self._update()
@@ -380,7 +402,8 @@ def reset_optimizer_slots(optimizer, variables) -> None:
     """Sets the optimizer's state of `variables` to zero (see `optimizer_slots`)."""
     for variable in variables:
         for slot in optimizer_slots(optimizer, variable):
-            slot.assign(keras.ops.zeros_like(slot))
+            # zeros_like(slot) fails on a JAX variable; zeros of its shape do not.
+            slot.assign(keras.ops.zeros(slot.shape, dtype=slot.dtype))
 
 
 def loss_stalled(losses, loss_threshold: float) -> bool:

@@ -12,6 +12,7 @@ import numbers
 import keras
 from keras import ops
 
+from keras_nalu import _ops
 from keras_nalu._api import export
 from keras_nalu._validation import (
     check_choice,
@@ -166,11 +167,11 @@ class Sparsity(ScheduledRegularizer):
         super().__init__(strength=strength, start=start, end=end, mode=mode)
 
     def penalty(self, w):
-        magnitude = ops.abs(w)
+        magnitude = _ops.absolute(w)
         # Distance from the upper discrete value: 1 for |W| (signed) or W.
         upper = 1.0 - (magnitude if self.domain == "signed" else w)
         if self.shape == "linear":
-            return ops.mean(ops.minimum(magnitude, ops.abs(upper)))
+            return ops.mean(_ops.minimum(magnitude, _ops.absolute(upper)))
         return ops.mean(ops.square(w) * ops.square(upper))
 
     def get_config(self):
@@ -258,7 +259,7 @@ class L1(ScheduledRegularizer):
     log_name = "l1_strength"
 
     def penalty(self, w):
-        return ops.mean(ops.abs(w))
+        return ops.mean(_ops.absolute(w))
 
 
 @export
@@ -349,7 +350,7 @@ class Saturation(ScheduledRegularizer):
         self.assign_strength(self.strength_at(step))
 
     def penalty(self, w):
-        return ops.mean(ops.relu(self.threshold - ops.abs(w)))
+        return ops.mean(ops.relu(self.threshold - _ops.absolute(w)))
 
     def get_config(self):
         return {
@@ -449,7 +450,7 @@ class ZRegularizer(ScheduledRegularizer):
         if self.identity == "multiplicative":
             terms = (1.0 - kernel) * ops.square(1.0 - mean)
         else:
-            terms = (1.0 - ops.abs(kernel)) * ops.square(mean)
+            terms = (1.0 - _ops.absolute(kernel)) * ops.square(mean)
         return ops.mean(terms)
 
     def __call__(self, inputs, kernel):

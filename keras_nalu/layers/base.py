@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_nalu import _ops
 from keras_nalu import constraints as nalu_constraints
 from keras_nalu import initializers as nalu_initializers
 from keras_nalu import regularizers as nalu_regularizers
@@ -89,6 +90,46 @@ class ArithmeticLayer(keras.layers.Layer):
             autocast=False,
         )
 
+    def scheduled_regularizers(self) -> list:
+        """The `ScheduledRegularizer`s this layer holds (not its sublayers').
+
+        Those of its own weights and those it keeps as attributes (e.g. an
+        R_z it calls itself), each once.
+        """
+        candidates = list(vars(self).values())
+        candidates += [
+            getattr(weight, "regularizer", None)
+            for weight in self._trainable_variables + self._non_trainable_variables
+        ]
+        found = {}
+        for candidate in candidates:
+            if isinstance(candidate, nalu_regularizers.ScheduledRegularizer):
+                found.setdefault(id(candidate), candidate)
+        return list(found.values())
+
+    @property
+    def variables(self):
+        """The layer's state: its weights, and the strength of each schedule.
+
+        A `ScheduledRegularizer` keeps its strength λ in a variable that
+        `RegularizationSchedule` assigns between steps. It is state the train
+        step reads, like a `SeedGenerator`'s, but not a weight: it is left out
+        of `weights`, `get_weights()` and `.keras` files (the schedule derives
+        it again from `optimizer.iterations`), and listed here, so that it is
+        in `non_trainable_variables` — the state a backend's compiled train
+        step takes as an argument rather than as a constant frozen at trace
+        time (Keras' JAX trainer). A regularizer shared by several layers
+        gives one variable in `model.variables`.
+        """
+        variables = super().variables
+        seen = {id(variable) for variable in variables}
+        for regularizer in self.scheduled_regularizers():
+            strength = regularizer.current_strength
+            if id(strength) not in seen:
+                seen.add(id(strength))
+                variables.append(strength)
+        return variables
+
     def get_config(self):
         return {**super().get_config(), "units": self.units}
 
@@ -115,7 +156,7 @@ def clip_like_constraint(kernel, constraint):
     used as it is.
     """
     if isinstance(constraint, nalu_constraints.Clip):
-        return ops.clip(kernel, constraint.min_value, constraint.max_value)
+        return _ops.clip(kernel, constraint.min_value, constraint.max_value)
     return kernel
 
 

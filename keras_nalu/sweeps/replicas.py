@@ -242,11 +242,18 @@ class ReplicaRun:
                 f"trains with {[type(c).__name__ for c in extra]}, which act on one "
                 "model at a time. Use run_experiment for each seed."
             )
-        if template.non_trainable_variables:
+        # The units list their regularizers' strengths as non-trainable state
+        # (assigned in train_block); any other state would be shared.
+        self._strength_variables = list(template.non_trainable_variables)
+        strengths = {
+            id(r.current_strength) for r in find_scheduled_regularizers(template)
+        }
+        state = [v for v in self._strength_variables if id(v) not in strengths]
+        if state:
             raise ValueError(
                 f"train_replicas expects a model without non-trainable state. "
                 f"Received: preset {self.config.model!r} with "
-                f"{[v.path for v in template.non_trainable_variables]}"
+                f"{[v.path for v in state]}"
             )
         schedules = [
             c for c in template_callbacks if isinstance(c, RegularizationSchedule)
@@ -319,9 +326,13 @@ class ReplicaRun:
             targets.append(task.target(x))
         return tf.stack(inputs), tf.stack(targets)
 
+    def _strengths_now(self) -> list:
+        """The template's non-trainable state for stateless_call: the strengths."""
+        return [_read(v) for v in self._strength_variables]
+
     def _replica_loss(self, weights, x, t):
         y, _, regularization = self.template.stateless_call(
-            weights, [], x, training=True, return_losses=True
+            weights, self._strengths_now(), x, training=True, return_losses=True
         )
         # The compiled model's total: the loss plus every added loss, summed.
         return keras.ops.sum([self._loss(t, y), *regularization])
@@ -393,7 +404,9 @@ class ReplicaRun:
     def _replica_mse_fn(self, x, targets):
         def one(args):
             weights, target = args
-            y, _ = self.template.stateless_call(weights, [], x, training=False)
+            y, _ = self.template.stateless_call(
+                weights, self._strengths_now(), x, training=False
+            )
             prediction = tf.cast(y, tf.float64)
             target = tf.reshape(tf.cast(target, tf.float64), tf.shape(prediction))
             return tf.reduce_mean(tf.square(prediction - target))

@@ -13,6 +13,8 @@ import keras
 import numpy as np
 import pytest
 
+from tests.backend import to_numpy
+
 INPUT_DIM = 3
 UNITS = 2
 
@@ -110,11 +112,11 @@ class LayerContract:
         model = keras.Sequential([keras.Input((INPUT_DIM,)), self.make()])
         model.compile(keras.optimizers.Adam(0.01), "mse", **compile_kwargs)
         x, y = self.inputs(8, INPUT_DIM), self.targets(8)
-        before = [w.numpy().copy() for w in model.trainable_weights]
+        before = [to_numpy(w).copy() for w in model.trainable_weights]
         history = model.fit(x, y, batch_size=8, epochs=1, verbose=0)
         assert np.isfinite(history.history["loss"][0])
-        assert int(model.optimizer.iterations.numpy()) == 1
-        after = [w.numpy() for w in model.trainable_weights]
+        assert int(to_numpy(model.optimizer.iterations)) == 1
+        after = [to_numpy(w) for w in model.trainable_weights]
         assert all(np.all(np.isfinite(w)) for w in after)
         assert any(not np.array_equal(b, a) for b, a in zip(before, after))
         return model
@@ -156,7 +158,7 @@ class LayerContract:
         model.compile(keras.optimizers.Adam(0.01), "mse")
         loss = model.train_on_batch(x, self.targets(8))
         assert np.isfinite(loss)
-        assert int(model.optimizer.iterations.numpy()) == 1
+        assert int(to_numpy(model.optimizer.iterations)) == 1
 
     def check_jit_compile(self):
         model = self.check_training_step(jit_compile=True)
@@ -226,7 +228,7 @@ class NumpyUnits:
 
     @staticmethod
     def weights(layer, name):
-        return np.asarray(getattr(layer, name).numpy(), "float64")
+        return np.asarray(to_numpy(getattr(layer, name)), "float64")
 
     @staticmethod
     def nac_weight(layer, prefix=""):

@@ -10,6 +10,7 @@ from keras_nalu.callbacks import find_scheduled_regularizers, iter_layers
 from keras_nalu.evaluation.sparsity import effective_weights, sparsity_error
 from keras_nalu.explain import UnsupportedLayerError, explain
 from keras_nalu.layers import NAU, NMU, GatedNAUNMU
+from tests.backend import FLOAT_DTYPES, requires_tensorflow
 from tests.layers.unit_contract import (
     check_export_round_trip,
     check_keras_round_trip,
@@ -47,7 +48,7 @@ def test_sublayers_keep_their_paper_defaults():
     assert none.losses == []
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 def test_numerics_match_numpy(dtype):
     rng = np.random.default_rng(4)
     gate = rng.normal(size=(3, 2))
@@ -107,8 +108,8 @@ def test_units_is_validated():
         GatedNAUNMU(0)
 
 
-def test_keras_and_saved_model_round_trips(tmp_path):
-    model = keras.Sequential(
+def _round_trip_model():
+    return keras.Sequential(
         [
             keras.Input((3,)),
             GatedNAUNMU(
@@ -118,7 +119,19 @@ def test_keras_and_saved_model_round_trips(tmp_path):
             ),
         ]
     )
-    x = np.random.default_rng(5).uniform(1.0, 2.0, (4, 3)).astype("float32")
-    loaded = check_keras_round_trip(model, x, tmp_path)
+
+
+def _round_trip_inputs():
+    return np.random.default_rng(5).uniform(1.0, 2.0, (4, 3)).astype("float32")
+
+
+def test_keras_round_trip(tmp_path):
+    loaded = check_keras_round_trip(_round_trip_model(), _round_trip_inputs(), tmp_path)
     assert loaded.get_layer("gated").nau.kernel_regularizer.strength == 1.0
+
+
+@requires_tensorflow
+def test_saved_model_round_trip(tmp_path):
+    model = _round_trip_model()
+    x = _round_trip_inputs()
     check_export_round_trip(model, x, tmp_path)

@@ -3,9 +3,9 @@
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from keras_nalu.layers import NACMul
+from tests.backend import float64_functions, gradients, to_numpy
 
 VARIANTS = {
     # kwargs, trainable weights, losses once built
@@ -47,6 +47,7 @@ def test_jit_compile(unit):
     unit.check_jit_compile()
 
 
+@float64_functions
 def test_float64(unit):
     unit.check_float64()
 
@@ -78,7 +79,7 @@ def test_saturated_weights_multiply_within_epsilon(epsilon, low, high):
     x = np.random.default_rng(0).uniform(low, high, (256, 2)).astype("float32")
     magnitude = np.abs(x.astype("float64"))
     a, b = magnitude[:, 0], magnitude[:, 1]
-    y = layer(x).numpy().astype("float64")
+    y = to_numpy(layer(x)).astype("float64")
     # What the unit computes: ∏ (|x| + ε)^W, to float32 precision ...
     np.testing.assert_allclose(y[:, 0], (a + epsilon) * (b + epsilon), rtol=2e-6)
     np.testing.assert_allclose(y[:, 1], (a + epsilon) / (b + epsilon), rtol=2e-6)
@@ -88,6 +89,7 @@ def test_saturated_weights_multiply_within_epsilon(epsilon, low, high):
     assert np.all(np.abs(y[:, 0] - a * b) <= bound)
 
 
+@float64_functions
 def test_matches_numpy_for_random_weights(numpy_units):
     rng = np.random.default_rng(1)
     layer = NACMul(3, dtype="float64")
@@ -100,17 +102,13 @@ def test_matches_numpy_for_random_weights(numpy_units):
 
 def test_sign_is_lost():
     layer = hand_set([[1.0], [1.0]])
-    y = layer(np.array([[-3.0, 4.0], [-3.0, -4.0]], "float32")).numpy()
+    y = to_numpy(layer(np.array([[-3.0, 4.0], [-3.0, -4.0]], "float32")))
     np.testing.assert_allclose(y[:, 0], [12.0, 12.0], rtol=1e-6)
 
 
 def outputs_and_gradients(layer, x):
-    x = tf.constant(x)
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = layer(x)
-        loss = tf.reduce_sum(y)
-    return y, tape.gradient(loss, [x, *layer.trainable_weights])
+    y = to_numpy(layer(x))
+    return y, gradients(lambda x: keras.ops.sum(layer(x)), layer.trainable_weights, [x])
 
 
 @pytest.mark.parametrize("hand_set_weights", [False, True])

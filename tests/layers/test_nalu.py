@@ -4,10 +4,10 @@
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from keras_nalu import initializers
 from keras_nalu.layers import NALU
+from tests.backend import float64_functions, gradients, to_numpy
 
 VARIANTS = {
     # kwargs, trainable weights, losses once built
@@ -53,6 +53,7 @@ def test_jit_compile(unit):
     unit.check_jit_compile()
 
 
+@float64_functions
 def test_float64(unit):
     unit.check_float64()
 
@@ -142,12 +143,8 @@ def test_separate_weights_and_gate_bias_select_their_own_path(bias, expected):
 
 
 def outputs_and_gradients(layer, x):
-    x = tf.constant(x)
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = layer(x)
-        loss = tf.reduce_sum(y)
-    return y, tape.gradient(loss, [x, *layer.trainable_weights])
+    y = to_numpy(layer(x))
+    return y, gradients(lambda x: keras.ops.sum(layer(x)), layer.trainable_weights, [x])
 
 
 @pytest.mark.parametrize(
@@ -188,7 +185,7 @@ def test_separate_weights_are_independent_draws(initializer):
     layer = NALU(4, separate_weights=True, kernel_initializer=initializer)
     layer.build((None, 6))
     draws = [layer.w_hat, layer.m_hat, layer.mul_w_hat, layer.mul_m_hat]
-    values = [w.numpy() for w in draws]
+    values = [to_numpy(w) for w in draws]
     for i, first in enumerate(values):
         for second in values[i + 1 :]:
             assert not np.any(np.isclose(first, second))
