@@ -12,6 +12,8 @@ from pathlib import Path
 import keras
 import numpy as np
 
+from keras_nalu._optional import require
+
 MANIFEST = "manifest.json"
 
 
@@ -51,7 +53,9 @@ def export_saved_model(
 
     The SavedModel has a `serving_default` signature (and a `serve`
     endpoint) mapping the float32 input vector `(batch, input_size)` to the
-    prediction; loading it needs TensorFlow only, not keras_nalu.
+    prediction; loading it needs TensorFlow only, not keras_nalu. Writing it
+    needs TensorFlow too, on the JAX backend as well (Keras converts the
+    model with jax2tf).
 
     Args:
         model: a built Keras model.
@@ -62,6 +66,9 @@ def export_saved_model(
 
     Returns:
         The version folder.
+
+    Raises:
+        ImportError: TensorFlow is not installed (one line saying so).
 
     Example:
 
@@ -82,7 +89,14 @@ def export_saved_model(
             f"{path} exists; TF Serving versions are immutable: pick another "
             "version or remove it."
         )
-    model.export(str(path), format="tf_saved_model", verbose=False)
+    options = {}
+    if keras.backend.backend() != "tensorflow":
+        require("tensorflow", "SavedModel export")
+    if keras.backend.backend() == "jax":
+        # Serving needs no gradients, and jax2tf cannot trace those of a
+        # product (NMU) over a batch of unknown size.
+        options["jax2tf_kwargs"] = {"with_gradient": False}
+    model.export(str(path), format="tf_saved_model", verbose=False, **options)
     input_shape = [None if d is None else int(d) for d in model.inputs[0].shape]
     entry = {
         "version": version,
