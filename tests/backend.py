@@ -6,6 +6,8 @@ gradients with `gradients`, and mark what only one backend can do with
 `requires_tensorflow`.
 """
 
+import contextlib
+
 import keras
 import numpy as np
 import pytest
@@ -36,6 +38,15 @@ FLOAT_DTYPES_FUNCTIONS = [
     "float32",
     pytest.param("float64", marks=[pytest.mark.float64, float64_functions]),
 ]
+
+
+def enable_float64():
+    """A context in which the backend computes float64 (JAX: jax_enable_x64)."""
+    if BACKEND != "jax":
+        return contextlib.nullcontext()
+    import jax
+
+    return jax.enable_x64(True)
 
 
 def to_numpy(value) -> np.ndarray:

@@ -1,20 +1,15 @@
 """Fixtures for every test: float64 under JAX."""
 
-import contextlib
-
 import pytest
 
-from tests.backend import BACKEND
+from tests.backend import enable_float64
 
 
 @pytest.fixture(autouse=True)
 def _float64_under_jax(request):
     """Enables float64 in JAX for tests marked `float64` (off by default there)."""
-    if BACKEND != "jax" or request.node.get_closest_marker("float64") is None:
-        context = contextlib.nullcontext()
-    else:
-        import jax
-
-        context = jax.enable_x64(True)
-    with context:
+    if request.node.get_closest_marker("float64") is None:
         yield
+    else:
+        with enable_float64():
+            yield

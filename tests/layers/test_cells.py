@@ -8,7 +8,7 @@ import pytest
 from keras_nalu.callbacks import find_scheduled_regularizers, iter_layers
 from keras_nalu.layers import NAU, NMU, ArithmeticCell, GatedNAUNMU, iNALU
 from tests.backend import requires_tensorflow, to_numpy
-from tests.layers.unit_contract import (
+from tests.layers.contract import (
     check_export_round_trip,
     check_keras_round_trip,
 )

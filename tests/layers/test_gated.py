@@ -11,12 +11,11 @@ from keras_nalu.evaluation.sparsity import effective_weights, sparsity_error
 from keras_nalu.explain import UnsupportedLayerError, explain
 from keras_nalu.layers import NAU, NMU, GatedNAUNMU
 from tests.backend import FLOAT_DTYPES, requires_tensorflow
-from tests.layers.unit_contract import (
+from tests.layers import contract
+from tests.layers.contract import (
     check_export_round_trip,
     check_keras_round_trip,
-    check_layer_contract,
-    check_mixed_float16,
-    check_training_step,
+    run_layer_test,
 )
 
 
@@ -25,13 +24,17 @@ def sigmoid(z):
 
 
 def test_layer_contract():
-    layer = check_layer_contract(
-        lambda: GatedNAUNMU(2), input_dim=3, units=2, num_weights=3, num_losses=2
+    run_layer_test(
+        GatedNAUNMU,
+        reference=contract.gated_nau_nmu,
+        expected_num_trainable_weights=3,
+        expected_num_losses=2,
+        expected_num_schedules=2,  # the NAU's and the NMU's sparsity
     )
+    layer = GatedNAUNMU(2)
+    layer.build((None, 3))
     assert isinstance(layer.nau, NAU) and isinstance(layer.nmu, NMU)
     assert sorted(w.name for w in layer.weights) == ["gate", "kernel", "kernel"]
-    check_training_step(GatedNAUNMU(2), 3, 2, jit_compile=True)
-    check_mixed_float16(lambda: GatedNAUNMU(2), 3, 2)
 
 
 def test_sublayers_keep_their_paper_defaults():

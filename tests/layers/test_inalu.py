@@ -14,12 +14,11 @@ from keras_nalu.explain import UnsupportedLayerError, explain
 from keras_nalu.layers import iNALU
 from keras_nalu.layers.inalu import inalu_product
 from tests.backend import FLOAT_DTYPES_FUNCTIONS, requires_tensorflow, to_numpy
-from tests.layers.unit_contract import (
+from tests.layers import contract
+from tests.layers.contract import (
     check_export_round_trip,
     check_keras_round_trip,
-    check_layer_contract,
-    check_mixed_float16,
-    check_training_step,
+    run_layer_test,
 )
 
 SATURATED = 30.0  # tanh(30)·σ(30) == 1 in float32 and float64 to 1e-13
@@ -40,9 +39,16 @@ def numpy_inalu(x, w_hat, m_hat, mul_w_hat, mul_m_hat, gate, eps=1e-7, omega=20.
 
 
 def test_layer_contract():
-    layer = check_layer_contract(
-        lambda: iNALU(2), input_dim=3, units=2, num_weights=5, num_losses=5
+    run_layer_test(
+        iNALU,
+        reference=contract.inalu,
+        expected_num_trainable_weights=5,
+        expected_num_losses=5,
+        expected_num_schedules=1,  # one Saturation on every parameter
+        input_range=(-2.0, 2.0),
     )
+    layer = iNALU(2)
+    layer.build((None, 3))
     assert [w.name for w in layer.weights] == [
         "w_hat",
         "m_hat",
@@ -51,8 +57,6 @@ def test_layer_contract():
         "gate",
     ]
     assert tuple(layer.gate.shape) == (2,)  # input-independent
-    check_training_step(iNALU(2), 3, 2, jit_compile=True)
-    check_mixed_float16(lambda: iNALU(2), 3, 2)
 
 
 def test_authors_initialization():

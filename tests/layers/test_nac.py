@@ -7,6 +7,8 @@ import pytest
 from keras_nalu import initializers
 from keras_nalu.layers import NAC
 from tests.backend import float64_functions, to_numpy
+from tests.layers import contract
+from tests.layers.contract import run_layer_test
 
 VARIANTS = {
     # kwargs, trainable weights, losses once built
@@ -15,46 +17,18 @@ VARIANTS = {
 }
 
 
-@pytest.fixture(params=list(VARIANTS.values()), ids=list(VARIANTS))
-def unit(request, layer_contract, numpy_units):
-    kwargs, num_weights, num_losses = request.param
-    return layer_contract(
-        NAC, kwargs, numpy_units.nac, num_weights, num_losses, low=-2.0, high=2.0
+@pytest.mark.parametrize(
+    "kwargs, num_weights, num_losses", list(VARIANTS.values()), ids=list(VARIANTS)
+)
+def test_layer_contract(kwargs, num_weights, num_losses):
+    run_layer_test(
+        NAC,
+        kwargs,
+        reference=contract.nac,
+        expected_num_trainable_weights=num_weights,
+        expected_num_losses=num_losses,
+        input_range=(-2.0, 2.0),
     )
-
-
-def test_output_shapes(unit):
-    unit.check_output_shapes()
-
-
-def test_weights_and_losses(unit):
-    unit.check_weights_and_losses()
-
-
-def test_training_step(unit):
-    unit.check_training_step()
-
-
-def test_config_round_trip(unit):
-    unit.check_config_round_trip()
-
-
-@pytest.mark.parametrize("style", ["sequential", "functional", "subclassed"])
-def test_in_model(unit, style):
-    unit.check_in_model(style)
-
-
-def test_jit_compile(unit):
-    unit.check_jit_compile()
-
-
-@float64_functions
-def test_float64(unit):
-    unit.check_float64()
-
-
-def test_mixed_float16(unit, mixed_float16):
-    unit.check_mixed_float16()
 
 
 def hand_set(w_hat, m_hat, **kwargs):
@@ -67,10 +41,10 @@ def hand_set(w_hat, m_hat, **kwargs):
 
 
 @float64_functions
-def test_kernel_is_tanh_times_sigmoid(numpy_units):
+def test_kernel_is_tanh_times_sigmoid():
     rng = np.random.default_rng(0)
     layer = hand_set(rng.normal(size=(3, 2)), rng.normal(size=(3, 2)), dtype="float64")
-    np.testing.assert_allclose(layer.kernel, numpy_units.nac_weight(layer), rtol=1e-14)
+    np.testing.assert_allclose(layer.kernel, contract.nac_weight(layer), rtol=1e-14)
 
 
 @pytest.mark.parametrize("low, high", [(1.0, 2.0), (-6.0, 6.0)])

@@ -6,6 +6,8 @@ import pytest
 
 from keras_nalu.layers import NACMul
 from tests.backend import float64_functions, gradients, to_numpy
+from tests.layers import contract
+from tests.layers.contract import run_layer_test
 
 VARIANTS = {
     # kwargs, trainable weights, losses once built
@@ -14,46 +16,18 @@ VARIANTS = {
 }
 
 
-@pytest.fixture(params=list(VARIANTS.values()), ids=list(VARIANTS))
-def unit(request, layer_contract, numpy_units):
-    kwargs, num_weights, num_losses = request.param
-    return layer_contract(
-        NACMul, kwargs, numpy_units.nac_mul, num_weights, num_losses, low=-2, high=2
+@pytest.mark.parametrize(
+    "kwargs, num_weights, num_losses", list(VARIANTS.values()), ids=list(VARIANTS)
+)
+def test_layer_contract(kwargs, num_weights, num_losses):
+    run_layer_test(
+        NACMul,
+        kwargs,
+        reference=contract.nac_mul,
+        expected_num_trainable_weights=num_weights,
+        expected_num_losses=num_losses,
+        input_range=(-2.0, 2.0),
     )
-
-
-def test_output_shapes(unit):
-    unit.check_output_shapes()
-
-
-def test_weights_and_losses(unit):
-    unit.check_weights_and_losses()
-
-
-def test_training_step(unit):
-    unit.check_training_step()
-
-
-def test_config_round_trip(unit):
-    unit.check_config_round_trip()
-
-
-@pytest.mark.parametrize("style", ["sequential", "functional", "subclassed"])
-def test_in_model(unit, style):
-    unit.check_in_model(style)
-
-
-def test_jit_compile(unit):
-    unit.check_jit_compile()
-
-
-@float64_functions
-def test_float64(unit):
-    unit.check_float64()
-
-
-def test_mixed_float16(unit, mixed_float16):
-    unit.check_mixed_float16()
 
 
 BIG = 20.0  # tanh(20)·σ(20) is 1 in float32
@@ -90,14 +64,14 @@ def test_saturated_weights_multiply_within_epsilon(epsilon, low, high):
 
 
 @float64_functions
-def test_matches_numpy_for_random_weights(numpy_units):
+def test_matches_numpy_for_random_weights():
     rng = np.random.default_rng(1)
     layer = NACMul(3, dtype="float64")
     layer.build((None, 4))
     layer.w_hat.assign(rng.normal(size=(4, 3)))
     layer.m_hat.assign(rng.normal(size=(4, 3)))
     x = rng.uniform(-3.0, 3.0, (32, 4))
-    np.testing.assert_allclose(layer(x), numpy_units.nac_mul(layer, x), rtol=1e-12)
+    np.testing.assert_allclose(layer(x), contract.nac_mul(layer, x), rtol=1e-12)
 
 
 def test_sign_is_lost():

@@ -11,12 +11,11 @@ from keras_nalu.explain import explain
 from keras_nalu.layers import NACMul
 from keras_nalu.layers.nac_mul import log_space_product
 from tests.backend import FLOAT_DTYPES, requires_tensorflow, to_numpy
-from tests.layers.unit_contract import (
+from tests.layers import contract
+from tests.layers.contract import (
     check_export_round_trip,
     check_keras_round_trip,
-    check_layer_contract,
-    check_mixed_float16,
-    check_training_step,
+    run_layer_test,
 )
 
 PARAMETRIZATIONS = ("sigmoid", "nmu")
@@ -31,20 +30,17 @@ def sigmoid(z):
     [("nac", 2, 0), ("sigmoid", 1, 0), ("nmu", 1, 1)],
 )
 def test_layer_contract(parametrization, num_weights, num_losses):
-    layer = check_layer_contract(
-        lambda: NACMul(2, parametrization=parametrization),
-        input_dim=3,
-        units=2,
-        num_weights=num_weights,
-        num_losses=num_losses,
+    run_layer_test(
+        NACMul,
+        {"parametrization": parametrization},
+        reference=contract.nac_mul,
+        expected_num_trainable_weights=num_weights,
+        expected_num_losses=num_losses,
+        expected_num_schedules=num_losses,  # NAC•NMU's sparsity
     )
+    layer = NACMul(2, parametrization=parametrization)
+    layer.build((None, 3))
     assert [w.name for w in layer.weights][0] == "w_hat"
-
-    def make():
-        return NACMul(2, parametrization=parametrization)
-
-    check_training_step(make(), 3, 2, jit_compile=parametrization != "nac")
-    check_mixed_float16(make, 3, 2)
 
 
 def test_defaults_follow_each_parametrization():

@@ -7,7 +7,9 @@ import pytest
 
 from keras_nalu import initializers
 from keras_nalu.layers import NALU
-from tests.backend import float64_functions, gradients, to_numpy
+from tests.backend import gradients, to_numpy
+from tests.layers import contract
+from tests.layers.contract import run_layer_test
 
 VARIANTS = {
     # kwargs, trainable weights, losses once built
@@ -22,44 +24,17 @@ VARIANTS = {
 }
 
 
-@pytest.fixture(params=list(VARIANTS.values()), ids=list(VARIANTS))
-def unit(request, layer_contract, numpy_units):
-    kwargs, num_weights, num_losses = request.param
-    return layer_contract(NALU, kwargs, numpy_units.nalu, num_weights, num_losses)
-
-
-def test_output_shapes(unit):
-    unit.check_output_shapes()
-
-
-def test_weights_and_losses(unit):
-    unit.check_weights_and_losses()
-
-
-def test_training_step(unit):
-    unit.check_training_step()
-
-
-def test_config_round_trip(unit):
-    unit.check_config_round_trip()
-
-
-@pytest.mark.parametrize("style", ["sequential", "functional", "subclassed"])
-def test_in_model(unit, style):
-    unit.check_in_model(style)
-
-
-def test_jit_compile(unit):
-    unit.check_jit_compile()
-
-
-@float64_functions
-def test_float64(unit):
-    unit.check_float64()
-
-
-def test_mixed_float16(unit, mixed_float16):
-    unit.check_mixed_float16()
+@pytest.mark.parametrize(
+    "kwargs, num_weights, num_losses", list(VARIANTS.values()), ids=list(VARIANTS)
+)
+def test_layer_contract(kwargs, num_weights, num_losses):
+    run_layer_test(
+        NALU,
+        kwargs,
+        reference=contract.nalu,
+        expected_num_trainable_weights=num_weights,
+        expected_num_losses=num_losses,
+    )
 
 
 def test_weight_names():
@@ -102,7 +77,7 @@ def hand_set(signs, gate, gate_bias=None, mul_signs=None, **kwargs):
     return layer
 
 
-def test_saturated_gate_selects_the_additive_or_multiplicative_path(numpy_units):
+def test_saturated_gate_selects_the_additive_or_multiplicative_path():
     x = np.random.default_rng(0).uniform(1.0, 2.0, (128, 2)).astype("float32")
     kernel = np.ones((2, 1))
     additive = hand_set([[1.0], [1.0]], gate=40.0)
@@ -113,7 +88,7 @@ def test_saturated_gate_selects_the_additive_or_multiplicative_path(numpy_units)
     np.testing.assert_allclose(additive(x)[:, 0], x[:, 0] + x[:, 1], rtol=1e-6)
     multiplicative = hand_set([[1.0], [1.0]], gate=-40.0)
     np.testing.assert_allclose(
-        multiplicative(x), numpy_units.log_space_product(x, kernel, 1e-7), rtol=2e-6
+        multiplicative(x), contract.log_space_product(x, kernel, 1e-7), rtol=2e-6
     )
     np.testing.assert_allclose(multiplicative(x)[:, 0], x[:, 0] * x[:, 1], rtol=2e-6)
 

@@ -7,12 +7,11 @@ import pytest
 from keras_nalu.explain import UnsupportedLayerError, explain
 from keras_nalu.layers import NALU
 from tests.backend import FLOAT_DTYPES_FUNCTIONS, requires_tensorflow, to_numpy
-from tests.layers.unit_contract import (
+from tests.layers import contract
+from tests.layers.contract import (
     check_export_round_trip,
     check_keras_round_trip,
-    check_layer_contract,
-    check_mixed_float16,
-    check_training_step,
+    run_layer_test,
 )
 
 VARIANTS = {
@@ -37,17 +36,15 @@ def nac(w_hat, m_hat):
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_layer_contract(variant):
     kwargs, num_weights = VARIANTS[variant]
-    check_layer_contract(
-        lambda: NALU(2, **kwargs),
-        input_dim=3,
-        units=2,
-        num_weights=num_weights,
-        num_losses=0,
+    run_layer_test(
+        NALU,
+        kwargs,
+        reference=contract.nalu,
+        expected_num_trainable_weights=num_weights,
+        expected_num_losses=0,
+        # XLA once, for the variant that has every new weight.
+        run_jit_compile_check=variant == "constant_two_gates_separate",
     )
-    # XLA once, for the variant that has every new weight.
-    jit_compile = variant == "constant_two_gates_separate"
-    check_training_step(NALU(2, **kwargs), 3, 2, jit_compile=jit_compile)
-    check_mixed_float16(lambda: NALU(2, **kwargs), 3, 2)
 
 
 def test_default_weights_are_unchanged():

@@ -8,9 +8,11 @@ import pytest
 from keras_nalu import constraints, initializers, regularizers
 from keras_nalu.layers import NMU
 from tests.backend import gradients, to_numpy
+from tests.layers import contract
+from tests.layers.contract import run_layer_test
 
 VARIANTS = {
-    # kwargs, trainable weights, losses once built
+    # kwargs, trainable weights, losses once built (a Sparsity: one strength)
     "default": ({}, 1, 1),
     "unclamped_unregularized": (
         {"kernel_regularizer": None, "kernel_constraint": None},
@@ -20,46 +22,20 @@ VARIANTS = {
 }
 
 
-@pytest.fixture(params=list(VARIANTS.values()), ids=list(VARIANTS))
-def unit(request, layer_contract, numpy_units):
-    kwargs, num_weights, num_losses = request.param
-    return layer_contract(
-        NMU, kwargs, numpy_units.nmu, num_weights, num_losses, low=-2.0, high=2.0
+@pytest.mark.parametrize(
+    "kwargs, num_weights, num_losses", list(VARIANTS.values()), ids=list(VARIANTS)
+)
+def test_layer_contract(kwargs, num_weights, num_losses):
+    run_layer_test(
+        NMU,
+        kwargs,
+        reference=contract.nmu,
+        expected_num_trainable_weights=num_weights,
+        expected_num_losses=num_losses,
+        expected_num_schedules=num_losses,
+        input_range=(-2.0, 2.0),
+        float64_functions=False,
     )
-
-
-def test_output_shapes(unit):
-    unit.check_output_shapes()
-
-
-def test_weights_and_losses(unit):
-    unit.check_weights_and_losses()
-
-
-def test_training_step(unit):
-    unit.check_training_step()
-
-
-def test_config_round_trip(unit):
-    unit.check_config_round_trip()
-
-
-@pytest.mark.parametrize("style", ["sequential", "functional", "subclassed"])
-def test_in_model(unit, style):
-    unit.check_in_model(style)
-
-
-def test_jit_compile(unit):
-    unit.check_jit_compile()
-
-
-@pytest.mark.float64
-def test_float64(unit):
-    unit.check_float64()
-
-
-def test_mixed_float16(unit, mixed_float16):
-    unit.check_mixed_float16()
 
 
 def test_defaults_are_the_papers():

@@ -11,12 +11,11 @@ from keras_nalu.evaluation.sparsity import effective_weights
 from keras_nalu.explain import UnsupportedLayerError, explain
 from keras_nalu.layers import NPU, RealNPU
 from tests.backend import FLOAT_DTYPES_FUNCTIONS, requires_tensorflow, to_numpy
-from tests.layers.unit_contract import (
+from tests.layers import contract
+from tests.layers.contract import (
     check_export_round_trip,
     check_keras_round_trip,
-    check_layer_contract,
-    check_mixed_float16,
-    check_training_step,
+    run_layer_test,
 )
 
 UNITS = {"NPU": NPU, "RealNPU": RealNPU}
@@ -34,15 +33,26 @@ def numpy_npu(x, gate, real, imaginary=None, eps=1e-7):
 @pytest.mark.parametrize("name, num_weights", [("NPU", 3), ("RealNPU", 2)])
 def test_layer_contract(name, num_weights):
     cls = UNITS[name]
-    layer = check_layer_contract(
-        lambda: cls(2), input_dim=3, units=2, num_weights=num_weights, num_losses=0
+    run_layer_test(
+        cls,
+        reference=contract.npu,
+        expected_num_trainable_weights=num_weights,
+        expected_num_losses=0,
+        input_range=(-2.0, 2.0),
     )
+    run_layer_test(
+        cls,
+        {"kernel_regularizer": regularizers.L1(0.1, start=0, end=10)},
+        reference=contract.npu,
+        expected_num_trainable_weights=num_weights,
+        expected_num_losses=num_weights - 1,  # Re (and Im)
+        expected_num_schedules=1,
+        run_training_check=False,
+        run_mixed_precision_check=False,
+    )
+    layer = cls(2)
+    layer.build((None, 3))
     assert tuple(layer.gate.shape) == (3,)  # one relevance gate per input
-    check_training_step(cls(2), 3, 2, jit_compile=True)
-    check_mixed_float16(lambda: cls(2), 3, 2)
-    with_l1 = cls(2, kernel_regularizer=regularizers.L1(0.1))
-    with_l1(np.ones((1, 3), "float32"))
-    assert len(with_l1.losses) == num_weights - 1  # Re (and Im)
 
 
 def test_paper_initialization():
