@@ -9,6 +9,7 @@ from keras_nalu._api import export
 from keras_nalu._validation import check_non_negative, check_positive_int
 from keras_nalu.regularizers import (
     ScheduledRegularizer,
+    held_scheduled_regularizers,
     schedule_factor,
     validate_schedule,
 )
@@ -36,11 +37,8 @@ def find_scheduled_regularizers(model) -> list[ScheduledRegularizer]:
     """All `ScheduledRegularizer`s the model's layers and weights hold."""
     found = {}
     for layer in iter_layers(model):
-        candidates = list(vars(layer).values())
-        candidates += [getattr(w, "regularizer", None) for w in layer.weights]
-        for candidate in candidates:
-            if isinstance(candidate, ScheduledRegularizer):
-                found[id(candidate)] = candidate
+        for regularizer in held_scheduled_regularizers(layer, layer.weights):
+            found[id(regularizer)] = regularizer
     return list(found.values())
 
 
@@ -60,7 +58,9 @@ class RegularizationSchedule(keras.callbacks.Callback):
     model continues its schedule and `steps_per_execution > 1` stays exact
     at every execution boundary. The strength in force is written into `logs`
     (key `sparsity_strength` for `Sparsity`), where the progress bar, History
-    and a TensorBoard callback listed after this one see it.
+    and a TensorBoard callback listed after this one see it. On the JAX
+    backend it schedules the regularizers of keras_nalu units (they list the
+    strength among their variables) and warns about any other.
 
     Args:
         strength: λ to impose on every regularizer, or None for their own.

@@ -4,6 +4,10 @@ A Keras regularizer is usually a Python float times a penalty. A float is baked
 into the traced training graph, so a schedule that changes it later is silently
 ignored. Here the strength lives in a non-trainable `keras.Variable`, which the
 `RegularizationSchedule` callback assigns from the optimizer's step counter.
+The units list it among their variables (not their weights), so a train step
+compiled with the model's variables as arguments (Keras' JAX trainer) reads
+it too; a regularizer on a layer that is not a keras_nalu unit is scheduled
+on TensorFlow only.
 """
 
 import math
@@ -118,6 +122,28 @@ class ScheduledRegularizer(keras.regularizers.Regularizer):
             "end": self.end,
             "mode": self.mode,
         }
+
+
+def held_scheduled_regularizers(layer, weights=None) -> list[ScheduledRegularizer]:
+    """The `ScheduledRegularizer`s `layer` keeps as attributes or on `weights`.
+
+    Args:
+        layer: any Keras layer (or model).
+        weights: the variables whose `regularizer` to include; default the
+            layer's own (not its sublayers').
+
+    Returns:
+        Each regularizer once, in the order found.
+    """
+    if weights is None:
+        weights = layer._trainable_variables + layer._non_trainable_variables
+    candidates = list(vars(layer).values())
+    candidates += [getattr(weight, "regularizer", None) for weight in weights]
+    found = {}
+    for candidate in candidates:
+        if isinstance(candidate, ScheduledRegularizer):
+            found.setdefault(id(candidate), candidate)
+    return list(found.values())
 
 
 @export

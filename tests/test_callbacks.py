@@ -7,7 +7,7 @@ import pytest
 from keras_nalu.callbacks import RegularizationSchedule, find_scheduled_regularizers
 from keras_nalu.layers import NAU, NMU
 from keras_nalu.regularizers import OutOfBounds, Sparsity, schedule_factor
-from tests.backend import to_numpy
+from tests.backend import BACKEND, to_numpy
 
 
 def nau_nmu_model(nau_regularizer="sparsity", nmu_regularizer="sparsity"):
@@ -233,3 +233,19 @@ def test_get_config():
 def test_invalid_arguments_raise(kwargs, match):
     with pytest.raises(ValueError, match=match):
         RegularizationSchedule(**kwargs)
+
+
+def test_warns_on_jax_about_a_regularizer_outside_the_units(recwarn):
+    # A Dense layer does not list its regularizer's strength among its
+    # variables: Keras' JAX trainer compiles it as a constant.
+    model = keras.Sequential(
+        [
+            keras.Input((2,)),
+            keras.layers.Dense(1, kernel_regularizer=Sparsity(1.0, start=0, end=4)),
+        ]
+    )
+    model.compile("sgd", "mse")
+    x = np.ones((4, 2), "float32")
+    model.fit(x, x[:, :1], verbose=0, callbacks=[RegularizationSchedule()])
+    warned = [w for w in recwarn if "cannot change 1 scheduled" in str(w.message)]
+    assert len(warned) == (1 if BACKEND == "jax" else 0)

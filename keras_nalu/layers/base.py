@@ -96,16 +96,7 @@ class ArithmeticLayer(keras.layers.Layer):
         Those of its own weights and those it keeps as attributes (e.g. an
         R_z it calls itself), each once.
         """
-        candidates = list(vars(self).values())
-        candidates += [
-            getattr(weight, "regularizer", None)
-            for weight in self._trainable_variables + self._non_trainable_variables
-        ]
-        found = {}
-        for candidate in candidates:
-            if isinstance(candidate, nalu_regularizers.ScheduledRegularizer):
-                found.setdefault(id(candidate), candidate)
-        return list(found.values())
+        return nalu_regularizers.held_scheduled_regularizers(self)
 
     @property
     def variables(self):
