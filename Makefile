@@ -1,16 +1,19 @@
 # Two commands on a fresh machine (each creates .venv and installs what it needs):
 #   make train   - the main job: trains the default experiment, reports, exports
-#   make test    - the test suite (what CI runs)
+#   make test    - lint, the docs' strict build, the test suite, the wheel check
+#                  (what CI runs)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 export TF_CPP_MIN_LOG_LEVEL ?= 2
+# Keeps mkdocs-material's end-of-life banner out of the build output.
+export NO_MKDOCS_2_WARNING ?= 1
 
-.PHONY: train test test-slow clean bench-speed bench-table2 bench-table6 bench-fig3 bench-gates bench-mnist
+.PHONY: train test test-slow docs docs-serve wheel-check clean bench-speed bench-table2 bench-table6 bench-fig3 bench-gates bench-mnist
 
-$(STAMP): setup.py
+$(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e ".[test]"
@@ -29,7 +32,8 @@ CORE_TESTS := tests/layers tests/test_callbacks.py tests/test_constraints.py \
 	tests/test_reinitialization.py tests/test_serialization.py
 
 test: $(STAMP)
-	$(BIN)/ruff check keras_nalu tests examples benchmarks
+	$(BIN)/ruff check keras_nalu tests examples benchmarks docs
+	$(BIN)/mkdocs build --strict --quiet
 	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -n 2 --durations=15 -q
 	KERAS_BACKEND=jax $(BIN)/python -m pytest -n 2 -q $(CORE_TESTS)
 	@if $(BIN)/python -c "import torch" 2>/dev/null; then \
@@ -37,6 +41,31 @@ test: $(STAMP)
 	else \
 		echo "PyTorch is not installed: core tests on KERAS_BACKEND=torch skipped."; \
 	fi
+	$(MAKE) wheel-check
+
+# The docs site (docs/, mkdocs.yml) into site/; --strict fails on a broken link.
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict
+
+docs-serve: $(STAMP)
+	$(BIN)/mkdocs serve
+
+# Builds the wheel and the sdist, checks their metadata (twine), installs the
+# wheel alone (--no-deps) into a new venv that reuses .venv's packages, and runs
+# its `keras-nalu` entry point outside the source tree. This checks the wheel's
+# contents and entry point without reinstalling TensorFlow.
+WHEEL_CHECK := build/wheel-check
+wheel-check: $(STAMP)
+	rm -rf dist $(WHEEL_CHECK)
+	$(BIN)/python -m build --outdir dist . > /dev/null
+	$(BIN)/twine check --strict dist/*
+	$(BIN)/python -m venv $(WHEEL_CHECK)/venv
+	$(BIN)/python -c "import site; print(site.getsitepackages()[0])" \
+	    > "$$($(WHEEL_CHECK)/venv/bin/python -c 'import site; print(site.getsitepackages()[0])')/shared.pth"
+	$(WHEEL_CHECK)/venv/bin/python -m pip install --quiet --no-deps dist/*.whl
+	cd $(WHEEL_CHECK) && env -u PYTHONPATH venv/bin/python -c \
+	    "import keras_nalu, sys; assert '/wheel-check/venv/' in keras_nalu.__file__, keras_nalu.__file__; print('keras_nalu', keras_nalu.__version__, 'from', keras_nalu.__file__)"
+	cd $(WHEEL_CHECK) && env -u PYTHONPATH venv/bin/keras-nalu train --iterations 2000
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -m slow -q
@@ -62,4 +91,4 @@ bench-mnist: $(STAMP)
 	$(BIN)/python benchmarks/mnist.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build dist site *.egg-info

@@ -4,7 +4,13 @@ from keras_nalu._startup import quiet_tensorflow_startup
 
 quiet_tensorflow_startup()
 
-from keras_nalu import callbacks  # noqa: E402, constraints, initializers, layers, regularizers
+from keras_nalu import (  # noqa: E402
+    callbacks,
+    constraints,
+    initializers,
+    layers,
+    regularizers,
+)
 from keras_nalu.layers import (  # noqa: E402
     NAC,
     NALU,
@@ -18,6 +24,7 @@ from keras_nalu.layers import (  # noqa: E402
     iNALU,
 )
 
+#: The one place the version is written; pyproject.toml reads it from here.
 __version__ = "0.1.0"
 
 __all__ = [

@@ -205,8 +205,14 @@ class ProgressBar(keras.callbacks.Callback):
 
     Example:
 
-    >>> import keras_nalu
-    >>> bar = keras_nalu.callbacks.ProgressBar(10_000, keys=("loss",))
+    >>> import numpy as np, keras, keras_nalu
+    >>> model = keras.Sequential([keras.Input((2,)), keras_nalu.NAU(1)])
+    >>> model.compile("adam", "mse", steps_per_execution=2)
+    >>> bar = keras_nalu.callbacks.ProgressBar(4, keys=("loss",))
+    >>> _ = model.fit(np.ones((8, 2)), np.ones((8, 1)), batch_size=2,
+    ...               callbacks=[bar], verbose=0)  # the bar goes to stderr
+    >>> int(model.optimizer.iterations) == bar.total_steps  # steps, not calls
+    True
     """
 
     def __init__(
@@ -525,8 +531,16 @@ class Reinitialization(keras.callbacks.Callback):
 
     Example:
 
-    >>> import keras_nalu
-    >>> reinit = keras_nalu.callbacks.Reinitialization(every=10, monitor="mse")
+    >>> import numpy as np, keras, keras_nalu
+    >>> model = keras.Sequential([keras.Input((2,)), keras_nalu.NAU(1)])
+    >>> model.compile(keras.optimizers.SGD(0.0), "mse")  # the loss cannot fall
+    >>> reinit = keras_nalu.callbacks.Reinitialization(every=2, seed=0)
+    >>> before = keras.ops.convert_to_numpy(model.layers[0].kernel)
+    >>> history = model.fit(np.ones((4, 2)), np.full((4, 1), 100.0), epochs=2,
+    ...                     callbacks=[reinit], verbose=0)
+    >>> after = keras.ops.convert_to_numpy(model.layers[0].kernel)
+    >>> reinit.reinitializations, bool((after != before).any())
+    (1, True)
 
     Reference: a NALU course report, §5.1; Schlör, Ring, Hotho, "iNALU" (2020), §3 and
     the authors' training script.

@@ -1,9 +1,12 @@
 """`keras-nalu`: one entry point, thin sub-commands over the package."""
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import sys
+import warnings
+import zipfile
 from pathlib import Path
 
 
@@ -18,8 +21,12 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def _add_config_flags(parser, config_cls, skip=()):
-    """One flag per dataclass field, typed by its default."""
+def _add_config_flags(parser, config_cls, skip=(), choices=None):
+    """One flag per dataclass field, typed by its default.
+
+    `choices` maps a field to the values it accepts; its help lists them.
+    """
+    choices = choices or {}
     for field in dataclasses.fields(config_cls):
         if field.name in skip:
             continue
@@ -28,12 +35,17 @@ def _add_config_flags(parser, config_cls, skip=()):
             parser.add_argument(_flag(field.name), action="store_true", default=default)
             continue
         kind = type(default) if default is not None else _none_type(field)
+        allowed = choices.get(field.name)
+        help_text = f"default: {default}"
+        if allowed is not None:
+            help_text = f"one of: {', '.join(allowed)} ({help_text})"
         parser.add_argument(
             _flag(field.name),
             type=kind,
             default=default,
+            choices=allowed,
             metavar=field.name.upper(),
-            help=f"default: {default}",
+            help=help_text,
         )
 
 
@@ -43,32 +55,131 @@ def _none_type(field):
 
 
 def _train(args) -> int:
-    from keras_nalu.experiment import ExperimentConfig, run_experiment
-    from keras_nalu.export import export_saved_model, save_keras_model, write_record
+    from keras_nalu.experiment import ExperimentConfig, check_run_name, run_experiment
+    from keras_nalu.export import (
+        check_output_folder,
+        export_saved_model,
+        save_keras_model,
+        write_record,
+    )
 
     fields = {f.name for f in dataclasses.fields(ExperimentConfig)}
-    config = ExperimentConfig(**{k: v for k, v in vars(args).items() if k in fields})
-    name = args.name or config.name
-    model, record = run_experiment(config, verbose=not args.quiet)
-    record.update(_explain_record(model, config))
-    run_dir = Path(args.output_dir) / name
-    record["keras_model"] = str(save_keras_model(model, run_dir / "model.keras"))
-    if not args.no_export:
-        path = export_saved_model(
-            model,
-            args.export_dir,
-            name,
-            manifest={
-                "task": record["task"],
-                "config": record["config"],
-                "result": _result_fields(record),
-            },
+    values = {k: v for k, v in vars(args).items() if k in fields}
+    with _overlap_warnings_silenced():
+        config = ExperimentConfig(**values)
+        task = config.task()
+    if not args.allow_overlap:
+        _refuse_overlap(task, "--interpolation-range", "--extrapolation-range")
+    name = config.name if args.name is None else check_run_name(args.name, "--name")
+    # Every output location is checked now, not after hours of training.
+    run_dir = check_output_folder(args.output_dir, "--output-dir") / name
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ValueError(
+            f"--output-dir {args.output_dir!r}: {run_dir} is a file, not a run "
+            "folder; pass --name to pick another name."
         )
-        record["saved_model"] = str(path)
-    write_record(record, run_dir / "result.json")
-    print(json.dumps(record, indent=2, default=str))
-    print(_verdict_line(record), file=sys.stderr)
+    if run_dir.is_dir() and any(run_dir.iterdir()) and not args.overwrite:
+        raise ValueError(
+            f"--output-dir {args.output_dir!r}: run {name!r} exists ({run_dir}); "
+            "pass --overwrite to replace it, or --name to pick another name."
+        )
+    if not args.no_export:
+        model_dir = check_output_folder(args.export_dir, "--export-dir") / name
+        if model_dir.exists():
+            check_output_folder(model_dir, "--export-dir", args.export_dir)
+    with _overlap_warnings_silenced():
+        model, record = run_experiment(config, verbose=not args.quiet, name=name)
+    record.update(_explain_record(model, config))
+    record["keras_model"] = str(save_keras_model(model, run_dir / "model.keras"))
+    record_path = write_record(record, run_dir / "result.json")
+    export_error = None
+    if not args.no_export:
+        try:
+            path = export_saved_model(
+                model,
+                args.export_dir,
+                name,
+                manifest={
+                    "task": record["task"],
+                    "config": record["config"],
+                    "result": _result_fields(record),
+                },
+            )
+        except (OSError, ValueError) as error:
+            export_error = _one_line(error)
+        else:
+            record["saved_model"] = str(path)
+            write_record(record, record_path)
+    if args.json:
+        print(json.dumps(record, indent=2, default=str))
+        print(_verdict_line(record), file=sys.stderr)
+    else:
+        print(_train_summary(record, config, record_path))
+    if export_error is not None:
+        print(
+            f"keras-nalu train: error: the SavedModel export failed "
+            f"({export_error}); the record and model.keras are in {run_dir}",
+            file=sys.stderr,
+        )
+        return 1
     return 0
+
+
+@contextlib.contextmanager
+def _overlap_warnings_silenced():
+    """The CLI refuses overlapping ranges itself, or was told to allow them."""
+    from keras_nalu.tasks.ranges import OverlappingRangesWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OverlappingRangesWarning)
+        yield
+
+
+def _refuse_overlap(task, interpolation: str, extrapolation: str) -> None:
+    from keras_nalu.tasks.ranges import Range
+
+    shared = task.interpolation_range.overlap(task.extrapolation_range)
+    if shared:
+        raise ValueError(
+            f"{interpolation} {task.interpolation_range} and {extrapolation} "
+            f"{task.extrapolation_range} overlap on {Range(shared)}, so the "
+            "extrapolation verdict would test inputs of the training range; pick "
+            "disjoint ranges, or pass --allow-overlap."
+        )
+
+
+def _one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return text or type(error).__name__
+
+
+def _train_summary(record: dict, config, record_path) -> str:
+    """The verdict, the config, the formula and where everything went."""
+    from keras_nalu.experiment import NAME_FIELDS, ExperimentConfig
+
+    defaults = ExperimentConfig()
+    shown = [f"{key}={getattr(config, key)}" for key in NAME_FIELDS]
+    shown += [
+        f"{f.name}={getattr(config, f.name)}"
+        for f in dataclasses.fields(config)
+        if f.name not in NAME_FIELDS
+        and getattr(config, f.name) != getattr(defaults, f.name)
+    ]
+    formula = record.get("formula")
+    if formula is None:
+        formula = f"(not read: {record.get('formula_error', 'explain unavailable')})"
+    elif record.get("formula_verdict"):
+        formula = f"{formula}  ({record['formula_verdict']})"
+    lines = [
+        _verdict_line(record),
+        f"  config:      {' '.join(shown)}",
+        f"  formula:     {formula}",
+        f"  record:      {record_path} (all of it on stdout with --json)",
+        f"  model:       {record['keras_model']}",
+    ]
+    if "saved_model" in record:
+        lines.append(f"  saved model: {record['saved_model']}")
+    return "\n".join(lines)
 
 
 def _explain_record(model, config) -> dict:
@@ -123,65 +234,116 @@ def _verdict_line(record: dict) -> str:
 
 
 def _explain(args) -> int:
-    import keras
-
-    import keras_nalu  # noqa: F401  registers the units for loading
     from keras_nalu.explain import explain
 
-    if not Path(args.model).exists():
-        raise ValueError(f"no such model file: {args.model}")
-    model = keras.saving.load_model(args.model, compile=False)
+    model = _load_keras_model(args.model)
     print(explain(model, tolerance=args.tolerance))
     return 0
 
 
+def _load_keras_model(name: str):
+    """The `.keras` model at `name`, or a one-line error saying what to pass."""
+    import keras
+
+    import keras_nalu  # noqa: F401  registers the units for loading
+
+    path = Path(name)
+    hint = "pass the model.keras file that `keras-nalu train` writes beside result.json"
+    if not path.exists():
+        raise ValueError(f"no such model file: {name}; {hint}.")
+    if path.is_dir():
+        served = [path, *path.glob("*")]
+        if any((folder / "saved_model.pb").is_file() for folder in served):
+            raise ValueError(
+                f"{name} is a TF Serving SavedModel folder, which holds no layers "
+                f"to read; {hint} (runs/NAME/model.keras)."
+            )
+        raise ValueError(f"{name} is a folder, not a .keras file; {hint}.")
+    if path.suffix != ".h5" and not zipfile.is_zipfile(path):
+        raise ValueError(
+            f"{name} is not a .keras file (a .keras file is a zip archive; this "
+            f"one is corrupt or of another format); {hint}."
+        )
+    try:
+        return keras.saving.load_model(path, compile=False)
+    # A damaged archive fails in many ways inside Keras (KeyError, TypeError,
+    # JSON and zip errors); each ends here as one line.
+    except Exception as error:  # noqa: BLE001
+        raise ValueError(
+            f"cannot load {name} as a Keras model ({type(error).__name__}: "
+            f"{_one_line(error)[:200]}); {hint}."
+        ) from None
+
+
 def _summarize(args) -> int:
-    from keras_nalu.sweeps.summary import (
-        load_results,
-        summarize,
-        to_markdown,
-        write_summary,
-    )
+    from keras_nalu.export import check_output_folder
+    from keras_nalu.sweeps.summary import write_summary
 
     by = tuple(args.by.split(","))
-    paths = write_summary(args.results, args.out or Path(args.results).parent, by=by)
-    print(to_markdown(summarize(load_results(args.results), by=by)))
+    folder = Path(args.results).parent if args.out is None else Path(args.out)
+    if Path(args.results).is_file():
+        if args.out is None:
+            check_output_folder(folder, "RESULTS", args.results)
+        else:
+            check_output_folder(folder, "--out")
+    paths = write_summary(args.results, args.out, by=by)
+    print(paths["markdown"].read_text(encoding="utf-8"))
     for kind, path in paths.items():
         print(f"wrote {kind}: {path}", file=sys.stderr)
     return 0
 
 
 def _plot(args) -> int:
+    from keras_nalu.export import check_output_folder
     from keras_nalu.sweeps.plots import plot_results
     from keras_nalu.sweeps.summary import load_results
 
-    out = args.out or str(Path(args.results).with_suffix(f".{args.x}.png"))
-    path = plot_results(
-        load_results(args.results), x=args.x, out_path=out, operation=args.operation
-    )
+    results = Path(args.results)
+    out = Path(args.out) if args.out else results.with_suffix(f".{args.x}.png")
+    table = load_results(results)
+    if out.exists() and (out.is_dir() or out.resolve() == results.resolve()):
+        what = "a folder" if out.is_dir() else "the results file"
+        raise ValueError(f"--out {str(out)!r} is {what}; pass a PNG path.")
+    check_output_folder(out.parent, "--out", out)
+    path = plot_results(table, x=args.x, out_path=out, operation=args.operation)
     print(path)
     return 0
 
 
 def _sweep(args) -> int:
+    from keras_nalu.export import check_output_folder
     from keras_nalu.sweeps.runner import (
+        grid_configs,
         load_grid_file,
         parse_grid,
+        parse_seeds,
         run_sweep,
         summary_markdown,
     )
 
     grid = load_grid_file(args.grid_file) if args.grid_file else {}
     grid.update(parse_grid(args.grid or []))
-    outcome = run_sweep(
-        grid,
-        args.seeds,
-        args.results,
-        chunk_size=args.chunk_size,
-        ray_address=args.ray_address,
-        progress=not args.quiet,
-        backup_every=None if args.no_backup else args.backup_every,
-    )
+    with _overlap_warnings_silenced():
+        configs = grid_configs(grid)
+        tasks = [config.task() for config in configs]
+    if not args.allow_overlap:
+        for task in tasks:
+            _refuse_overlap(task, "interpolation_range", "extrapolation_range")
+    parse_seeds(args.seeds)
+    results = Path(args.results)
+    if results.is_dir():
+        raise ValueError(f"--results {args.results!r} is a folder; pass a CSV path.")
+    check_output_folder(results.parent, "--results", args.results)
+    with _overlap_warnings_silenced():
+        outcome = run_sweep(
+            grid,
+            args.seeds,
+            args.results,
+            chunk_size=args.chunk_size,
+            ray_address=args.ray_address,
+            progress=not args.quiet,
+            backup_every=None if args.no_backup else args.backup_every,
+        )
     print(summary_markdown(outcome))
     print(
         f"results: {outcome.path} ({len(outcome.results)} rows of this sweep: "
@@ -193,8 +355,6 @@ def _sweep(args) -> int:
 
 def _progress(args) -> int:
     import pandas as pd
-
-    from keras_nalu.sweeps.replicas import read_backup
 
     target = Path(args.results)
     if target.suffix == ".npz":
@@ -210,7 +370,7 @@ def _progress(args) -> int:
     columns = ["seed", "success", "solved_at", "best_step", "interpolation_mse"]
     columns += ["extrapolation_mse", "sparsity_error", "diverged"]
     for path in files:
-        records = read_backup(path)
+        records = _read_backup(path)
         first = records[0]
         solved = sum(bool(r["success"]) for r in records)
         print(
@@ -226,21 +386,28 @@ def _progress(args) -> int:
     return 0
 
 
-def _seed_list(text: str) -> list[int]:
-    seeds: list[int] = []
+def _read_backup(path: Path) -> list[dict]:
+    """`read_backup`, with every damaged file reported in one line."""
+    from keras_nalu.sweeps.replicas import read_backup
+
     try:
-        for part in str(text).split(","):
-            first, _, last = part.strip().partition("-")
-            seeds.extend(range(int(first), int(last or first) + 1))
+        records = read_backup(path)
     except ValueError:
-        seeds = []
-    if not seeds or min(seeds) < 0:
-        raise ValueError(f"Expected seeds like '0-4' or '0,3'. Received: {text!r}")
-    return list(dict.fromkeys(seeds))
+        raise
+    # read_backup lets some damage through as other errors (an empty file:
+    # EOFError; a damaged state: TypeError, KeyError); still one line here.
+    except Exception as error:  # noqa: BLE001
+        raise ValueError(
+            f"{path} is not a readable sweep backup ({type(error).__name__}: "
+            f"{_one_line(error)[:200]}); wait for the sweep's next backup."
+        ) from None
+    if not records:
+        raise ValueError(f"{path} is a sweep backup of no seeds.")
+    return records
 
 
 def _mnist(args) -> int:
-    from keras_nalu.export import write_record
+    from keras_nalu.export import check_output_folder, write_record
     from keras_nalu.mnist import (
         MnistConfig,
         judge,
@@ -250,6 +417,7 @@ def _mnist(args) -> int:
         run_mnist,
         success_rates,
     )
+    from keras_nalu.sweeps.runner import parse_seeds
     from keras_nalu.tasks.mnist import parse_lengths
 
     fields = {f.name for f in dataclasses.fields(MnistConfig)}
@@ -257,7 +425,7 @@ def _mnist(args) -> int:
     common["data_dir"] = args.data_dir
     if args.test_lengths is not None:
         common["test_lengths"] = parse_lengths(args.test_lengths)
-    seeds = _seed_list(args.seeds)
+    seeds = parse_seeds(args.seeds, owner="mnist --seeds")
     if args.baseline_seeds == 1 or args.baseline_seeds < 0:
         raise ValueError(
             "The bound needs --baseline-seeds >= 2 (or 0 for no bound). "
@@ -271,7 +439,7 @@ def _mnist(args) -> int:
         MnistConfig(unit="exact", seed=seed, **common)
         for seed in range(args.baseline_seeds)
     ]
-    output = Path(args.output_dir)
+    output = check_output_folder(args.output_dir, "--output-dir")
 
     def run(config):
         _, record = run_mnist(config, verbose=not args.quiet)
@@ -327,6 +495,8 @@ def _mnist_line(record: dict) -> dict:
 
 def build_parser() -> argparse.ArgumentParser:
     from keras_nalu.experiment import ExperimentConfig
+    from keras_nalu.models import PRESETS
+    from keras_nalu.tasks import OPERATIONS
 
     parser = _Parser(
         prog="keras-nalu",
@@ -340,28 +510,52 @@ def build_parser() -> argparse.ArgumentParser:
         "train",
         help="train one preset on the arithmetic task, judge it, export it",
         description="Train a preset on Madsen & Johansen's (2020) arithmetic "
-        "task; print the result record; save the .keras model and a TF Serving "
-        "SavedModel.",
+        "task; print the verdict, the formula and where the files went; save "
+        "the result record, the .keras model and a TF Serving SavedModel.",
     )
-    _add_config_flags(train, ExperimentConfig)
-    train.add_argument("--name", default=None, help="run name (default MODEL-OP-seedN)")
+    _add_config_flags(
+        train,
+        ExperimentConfig,
+        choices={"model": sorted(PRESETS), "operation": list(OPERATIONS)},
+    )
+    train.add_argument(
+        "--name",
+        default=None,
+        help="run name, one folder name (default MODEL-OP-seedN, plus a hash of "
+        "the other settings that differ from their defaults)",
+    )
+    train.add_argument(
+        "--overwrite", action="store_true", help="replace an existing run of --name"
+    )
+    train.add_argument(
+        "--allow-overlap",
+        action="store_true",
+        help="accept extrapolation and interpolation ranges that overlap",
+    )
     train.add_argument(
         "--output-dir", default="runs", help="result.json and model.keras"
     )
     train.add_argument("--export-dir", default="saved_models", help="SavedModel base")
     train.add_argument("--no-export", action="store_true", help="skip the SavedModel")
     train.add_argument("--quiet", action="store_true", help="no progress bar")
+    train.add_argument(
+        "--json", action="store_true", help="print the whole result record as JSON"
+    )
     train.set_defaults(handler=_train)
 
     explain = commands.add_parser("explain", help="print the formula a model computes")
-    explain.add_argument("model", help="a .keras file")
+    explain.add_argument("model", help="a .keras file, e.g. runs/NAME/model.keras")
     explain.add_argument("--tolerance", type=float, default=0.01)
     explain.set_defaults(handler=_explain)
 
     summarize = commands.add_parser("summarize", help="paper-style table of results")
     summarize.add_argument("results", help="a results CSV")
     summarize.add_argument("--by", default="operation,model")
-    summarize.add_argument("--out", default=None, help="folder for md/tex/csv")
+    summarize.add_argument(
+        "--out",
+        default=None,
+        help="folder for RESULTS_STEM.summary.md/.tex/.csv (default: beside RESULTS)",
+    )
     summarize.set_defaults(handler=_summarize)
 
     plot = commands.add_parser(
@@ -401,6 +595,11 @@ def build_parser() -> argparse.ArgumentParser:
         "rerun continues it (default: 600)",
     )
     sweep.add_argument("--no-backup", action="store_true", help="never back up a chunk")
+    sweep.add_argument(
+        "--allow-overlap",
+        action="store_true",
+        help="accept extrapolation and interpolation ranges that overlap",
+    )
     sweep.set_defaults(handler=_sweep)
 
     progress = commands.add_parser(
@@ -415,6 +614,8 @@ def build_parser() -> argparse.ArgumentParser:
     progress.set_defaults(handler=_progress)
 
     from keras_nalu.mnist import MnistConfig
+    from keras_nalu.tasks.mnist import OPERATIONS as MNIST_OPERATIONS
+    from keras_nalu.tasks.mnist import SOURCES
 
     mnist = commands.add_parser(
         "mnist",
@@ -425,7 +626,10 @@ def build_parser() -> argparse.ArgumentParser:
         "against the MSE bound of the exact-unit baseline.",
     )
     _add_config_flags(
-        mnist, MnistConfig, skip=("unit", "seed", "test_lengths", "data_dir")
+        mnist,
+        MnistConfig,
+        skip=("unit", "seed", "test_lengths", "data_dir"),
+        choices={"operation": list(MNIST_OPERATIONS), "source": list(SOURCES)},
     )
     mnist.add_argument("--units", default=None, help="comma list, e.g. nmu,nac")
     mnist.add_argument("--seeds", default="0", help="e.g. 0-4 or 0,3")
@@ -450,7 +654,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.handler(args)
-    except (ValueError, FileExistsError, FileNotFoundError) as error:
+    # Bad input (ValueError), a path the system refuses (OSError) or a missing
+    # optional package (ImportError): one line, never a traceback.
+    except (ValueError, OSError, ImportError) as error:
         message = str(error).splitlines()[0] if str(error) else type(error).__name__
         print(f"keras-nalu {args.command}: error: {message}", file=sys.stderr)
         return 2

@@ -35,9 +35,10 @@ class Clip(keras.constraints.Constraint):
 
     Example:
 
-    >>> import keras, keras_nalu
+    >>> import numpy as np, keras_nalu
     >>> clip = keras_nalu.constraints.Clip(-1, 1)
-    >>> layer = keras.layers.Dense(2, kernel_constraint=clip)
+    >>> clip(np.array([-3.0, 0.5, 2.0], "float32")).numpy()
+    array([-1. ,  0.5,  1. ], dtype=float32)
 
     Reference: Madsen & Johansen (2020), §2.2 and §2.5.
     """

@@ -25,7 +25,6 @@ import numpy as np
 from keras import ops
 
 from keras_nalu.layers import NAC, NALU, NAU, NMU, NACMul
-from keras_nalu.layers.base import clip_like_constraint
 
 __all__ = [
     "Explanation",
@@ -371,7 +370,8 @@ def _read_dense(layer, tolerance) -> _LayerReading:
 def _read_nalu(layer, tolerance, layer_inputs, gate_names) -> _LayerReading:
     if getattr(layer, "two_gates", False):
         raise _unsupported(layer, "its two independent gates are not read")
-    add_kernel, mul_kernel = _numpy(layer.kernel), _numpy(layer.mul_kernel)
+    weights = layer.effective_weights()
+    add_kernel, mul_kernel = _numpy(weights["kernel"]), _numpy(weights["mul_kernel"])
     add_rounded, add_distance = _round(add_kernel, SIGNED_VALUES)
     mul_rounded, mul_distance = _round(mul_kernel, SIGNED_VALUES)
     units = add_kernel.shape[1]
@@ -442,10 +442,9 @@ def _read_nalu(layer, tolerance, layer_inputs, gate_names) -> _LayerReading:
 
 def _read_layer(layer, tolerance, layer_inputs, gate_names) -> _LayerReading:
     if isinstance(layer, NAU):
-        kernel = clip_like_constraint(layer.kernel, layer.kernel_constraint)
-        return _read_linear(layer, _numpy(kernel))
+        return _read_linear(layer, _numpy(layer.effective_weights()["kernel"]))
     if isinstance(layer, NMU):
-        kernel = _numpy(clip_like_constraint(layer.kernel, layer.kernel_constraint))
+        kernel = _numpy(layer.effective_weights()["kernel"])
         rounded, distance = _round(kernel, UNSIGNED_VALUES)
         return _LayerReading(
             _products(rounded, keep_sign=True),
@@ -456,7 +455,7 @@ def _read_layer(layer, tolerance, layer_inputs, gate_names) -> _LayerReading:
     if isinstance(layer, NALU):  # before NAC: both share the NAC weights
         return _read_nalu(layer, tolerance, layer_inputs, gate_names)
     if isinstance(layer, NACMul):
-        kernel = _numpy(layer.kernel)
+        kernel = _numpy(layer.effective_weights()["kernel"])
         rounded, distance = _round(kernel, SIGNED_VALUES)
         return _LayerReading(
             _products(rounded, keep_sign=False),
@@ -465,7 +464,7 @@ def _read_layer(layer, tolerance, layer_inputs, gate_names) -> _LayerReading:
             [""] * kernel.shape[1],
         )
     if isinstance(layer, NAC):
-        return _read_linear(layer, _numpy(layer.kernel))
+        return _read_linear(layer, _numpy(layer.effective_weights()["kernel"]))
     if isinstance(layer, keras.layers.Dense):
         return _read_dense(layer, tolerance)
     raise _unsupported(layer, "it is not an arithmetic unit")
@@ -532,9 +531,9 @@ def _io(model, attribute: str) -> list:
 
 
 def _input_size(layer) -> int:
-    if isinstance(layer, NAC | NACMul | NALU):
-        return int(layer.w_hat.shape[0])
-    if isinstance(layer, NAU | NMU | keras.layers.Dense):
+    if isinstance(layer, NAC | NACMul | NALU | NAU | NMU):
+        return int(layer.effective_weights()["kernel"].shape[0])
+    if isinstance(layer, keras.layers.Dense):
         return int(layer.kernel.shape[0])
     raise _unsupported(layer, "it is not an arithmetic unit")
 

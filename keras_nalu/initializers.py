@@ -27,9 +27,9 @@ def nac_weight_variance(r: float) -> float:
 def nac_uniform_limit(fan_in: int, fan_out: int, min_fan_sum: int = 5) -> float:
     """The r at which Var[W] of the NAC construction equals 2 / max(I + O, 5).
 
-    Var[W](r) rises from 0 towards 1/2, so the Glorot target 2/(I+O) has a
-    root only when I + O > 4; like the reference code we floor the fan sum at
-    `min_fan_sum` (5), which keeps the target at most 0.4.
+    Var[W], as a function of r, rises from 0 towards 1/2, so the Glorot target
+    2/(I+O) has a root only when I + O > 4; like the reference code we floor
+    the fan sum at `min_fan_sum` (5), which keeps the target at most 0.4.
     """
     target = 2.0 / max(fan_in + fan_out, min_fan_sum)
     return optimize.brentq(lambda r: nac_weight_variance(r) - target, 1e-6, 1e4)
@@ -50,8 +50,11 @@ class NACUniform(keras.initializers.RandomUniform):
 
     Example:
 
-    >>> import keras_nalu
+    >>> import keras_nalu, numpy as np
     >>> values = keras_nalu.initializers.NACUniform(seed=1)(shape=(100, 2))
+    >>> r = keras_nalu.initializers.nac_uniform_limit(100, 2)
+    >>> bool(np.abs(values).max() <= r), round(r, 3)
+    (True, 0.504)
 
     Reference: Madsen & Johansen (2020), App. B.1.2 and B.2.
     """
@@ -79,8 +82,13 @@ class NAUUniform(keras.initializers.RandomUniform):
 
     Example:
 
-    >>> import keras_nalu
+    >>> import keras_nalu, numpy as np
     >>> values = keras_nalu.initializers.NAUUniform(seed=1)(shape=(100, 2))
+    >>> bool(np.abs(values).max() <= (3 * 2 / 102) ** 0.5)  # r = √3·√(2/(I+O))
+    True
+    >>> wide = keras_nalu.initializers.NAUUniform(seed=1)(shape=(2, 2))
+    >>> bool(np.abs(wide).max() <= 0.5)  # √3·√(2/4) ≈ 1.22, capped at ½
+    True
 
     Reference: Madsen & Johansen (2020), §2.6; the 0.5 cap follows the
     reference code.
@@ -109,8 +117,10 @@ class NMUUniform(keras.initializers.RandomUniform):
 
     Example:
 
-    >>> import keras_nalu
-    >>> values = keras_nalu.initializers.NMUUniform(seed=1)(shape=(100, 2))
+    >>> import keras_nalu, numpy as np
+    >>> values = np.asarray(keras_nalu.initializers.NMUUniform(seed=1)((100, 2)))
+    >>> bool(values.min() >= 0.25 and values.max() <= 0.75)
+    True
 
     Reference: Madsen & Johansen (2020), §2.6 and App. B.4.
     """

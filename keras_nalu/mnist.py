@@ -114,15 +114,6 @@ def exact_kernel(operation: str) -> np.ndarray:
     return np.concatenate([np.eye(size), np.eye(size)]).astype("float32")
 
 
-def _unit_kernel(unit):
-    """The weight R_z reads: the clipped kernel of an NAU/NMU (or NAC•NMU)."""
-    weight = getattr(unit, "kernel", None)
-    if weight is None:
-        weight = unit.w_hat
-    low = 0.0 if isinstance(unit, units.NMU | units.NACMul) else -1.0
-    return ops.clip(weight, low, 1.0)
-
-
 @export
 class SequentialMnistModel(keras.Model):
     """A per-digit network followed by a recurrent layer (and an optional head).
@@ -166,7 +157,8 @@ class SequentialMnistModel(keras.Model):
         digits = self.per_digit(images)
         outputs = self.recurrent(digits)
         if self.z_regularizer is not None:
-            kernel = _unit_kernel(self.unit)[: ops.shape(digits)[-1]]
+            kernel = self.unit.effective_weights()["kernel"]
+            kernel = kernel[: ops.shape(digits)[-1]]
             self.add_loss(self.z_regularizer(digits, kernel))
         if self.head is not None:
             outputs = self.head(outputs)
@@ -437,9 +429,10 @@ def run_mnist(
         `(model, record)`; the JSON-able record holds the config, the task,
         `best_step` and `validation_mse` (early stopping on the validation
         MSE, evaluated every `eval_every` steps), `test_lengths`, `test_mse`,
-        `test_mae`, `digit_accuracy`, the learned recurrent `kernel`, wall
-        time and the evaluation `history` as `[step, train_mse,
-        validation_mse]` rows.
+        `test_mae`, `digit_accuracy`, the recurrent unit's effective weights
+        (`ArithmeticLayer.effective_weights`: `kernel`, and `mul_kernel` for
+        a NALU; `kernel` is None for the LSTM), wall time and the evaluation
+        `history` as `[step, train_mse, validation_mse]` rows.
     """
     task = config.task()
     keras.utils.set_random_seed(config.seed)
@@ -482,9 +475,13 @@ def run_mnist(
         "best_step": keep_best.best_step,
         "validation_mse": keep_best.best_mse,
         **evaluate_lengths(model, task),
-        "kernel": None
-        if unit is None
-        else ops.convert_to_numpy(_unit_kernel(unit)).tolist(),
+        "kernel": None,
+        **{
+            name: ops.convert_to_numpy(weights).tolist()
+            for name, weights in (
+                {} if unit is None else unit.effective_weights()
+            ).items()
+        },
         "iterations": int(ops.convert_to_numpy(model.optimizer.iterations)),
         "train_time": train_time,
         "wall_time": time.perf_counter() - started,

@@ -49,6 +49,49 @@ def test_end_to_end_shapes_on_mock_data(tmp_path):
     assert record["kernel"] == [[1.0], [1.0]]
 
 
+class _SetNacWeights(keras.callbacks.Callback):
+    """Gives the recurrent unit a negative weight before the first step."""
+
+    def on_train_begin(self, logs=None):
+        unit = self.model.unit
+        unit.w_hat.assign([[-3.0], [3.0]])
+        unit.m_hat.assign([[3.0], [3.0]])
+
+
+def _nac_weight(w_hat, m_hat):
+    w_hat, m_hat = keras.ops.convert_to_numpy(w_hat), keras.ops.convert_to_numpy(m_hat)
+    return np.tanh(w_hat) / (1.0 + np.exp(-m_hat))
+
+
+@pytest.mark.parametrize("unit", ["nac_mul", "nalu"])
+def test_record_holds_the_weights_the_unit_computes_with(unit, tmp_path):
+    # A NAC•'s W = tanh(Ŵ)σ(M̂) lies in [-1, 1]: recording it clipped to [0, 1]
+    # hid its divisions; a NALU computes with an additive and a multiplicative W.
+    config = MnistConfig(
+        "product",
+        unit=unit,
+        iterations=1,
+        eval_every=1,
+        batch_size=2,
+        eval_batch_size=2,
+        train_length=2,
+        test_lengths=(1,),
+        validation_sequences=2,
+        test_sequences=2,
+        data_dir=str(tmp_path),
+    )
+    with tfds.testing.mock_data(num_examples=20):
+        model, record = run_mnist(config, verbose=False, callbacks=[_SetNacWeights()])
+    layer = model.unit
+    expected = _nac_weight(layer.w_hat, layer.m_hat)
+    np.testing.assert_allclose(record["kernel"], expected, rtol=1e-6)
+    assert record["kernel"][0][0] < -0.9
+    if unit == "nalu":
+        np.testing.assert_allclose(record["mul_kernel"], expected, rtol=1e-6)
+    else:
+        assert "mul_kernel" not in record
+
+
 @pytest.mark.parametrize(
     "operation, unit_name, initial", [("product", "NMU", 1.0), ("count", "NAU", 0.0)]
 )

@@ -5,56 +5,33 @@ import keras
 import numpy as np
 
 from keras_nalu.callbacks import iter_layers
-from keras_nalu.layers.base import clip_like_constraint
-from keras_nalu.layers.gated import GatedNAUNMU
-from keras_nalu.layers.inalu import iNALU
-from keras_nalu.layers.nac import NACWeights
-from keras_nalu.layers.nalu import NALU
-from keras_nalu.layers.nau import NAU
-from keras_nalu.layers.nmu import NMU
-from keras_nalu.layers.npu import NPU
+from keras_nalu.layers.base import ArithmeticLayer
 
 
 def effective_weights(layer) -> dict[str, np.ndarray]:
-    """The weights a unit actually computes with, by name.
+    """The weights a layer actually computes with, by name, as NumPy arrays.
 
-    NAU/NMU: the kernel clipped as in the forward pass; NAC, NAC• (also NAC•σ
-    and NAC•NMU): W = tanh(Ŵ)σ(M̂), σ(Ŵ) or clip(Ŵ, 0, 1); NALU and iNALU:
-    their additive (and separate multiplicative) W, not the gate; gated
-    NAU/NMU: both units' clipped kernels, not the gate; NPU: Re (and Im), not
-    the relevance gate; Dense: the kernel. Other layers have none (an
+    An arithmetic unit answers itself (`ArithmeticLayer.effective_weights`:
+    clipped kernels, W = tanh(Ŵ)σ(M̂), both paths of a NALU, never a gate); a
+    `Dense` layer gives its kernel. Other layers have none (an
     `ArithmeticCell`'s unit is a layer of its own).
+
+    Example:
+
+    >>> import keras_nalu
+    >>> layer = keras_nalu.NMU(1)
+    >>> layer.build((None, 2))
+    >>> _ = layer.kernel.assign([[1.2], [0.4]])
+    >>> effective_weights(layer)["kernel"].tolist()
+    [[1.0], [0.4000000059604645]]
     """
-    if isinstance(layer, (NAU, NMU)):
-        kernel = clip_like_constraint(layer.kernel, layer.kernel_constraint)
-        return {"kernel": keras.ops.convert_to_numpy(kernel)}
-    if isinstance(layer, GatedNAUNMU):
-        return {
-            f"{name}_kernel": effective_weights(unit)["kernel"]
-            for name, unit in (("nau", layer.nau), ("nmu", layer.nmu))
-        }
-    if isinstance(layer, iNALU):
-        return {
-            "kernel": keras.ops.convert_to_numpy(layer.kernel),
-            "mul_kernel": keras.ops.convert_to_numpy(layer.mul_kernel),
-        }
-    if isinstance(layer, NPU):
-        weights = {"kernel": keras.ops.convert_to_numpy(layer.kernel)}
-        if layer.complex_weights:
-            weights["imaginary_kernel"] = keras.ops.convert_to_numpy(
-                layer.imaginary_kernel
-            )
-        return weights
-    if isinstance(layer, NALU) and layer.separate_weights:
-        return {
-            "kernel": keras.ops.convert_to_numpy(layer.kernel),
-            "mul_kernel": keras.ops.convert_to_numpy(layer.mul_kernel),
-        }
-    if isinstance(layer, NACWeights):
-        return {"kernel": keras.ops.convert_to_numpy(layer.kernel)}
-    if isinstance(layer, keras.layers.Dense):
-        return {"kernel": keras.ops.convert_to_numpy(layer.kernel)}
-    return {}
+    if isinstance(layer, ArithmeticLayer):
+        weights = layer.effective_weights()
+    elif isinstance(layer, keras.layers.Dense):
+        weights = {"kernel": layer.kernel}
+    else:
+        return {}
+    return {name: keras.ops.convert_to_numpy(w) for name, w in weights.items()}
 
 
 def weight_sparsity_error(weights: np.ndarray) -> float:

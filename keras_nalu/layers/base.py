@@ -44,6 +44,31 @@ class ArithmeticLayer(keras.layers.Layer):
     def build_weights(self, input_dim: int) -> None:
         raise NotImplementedError
 
+    def effective_weights(self) -> dict:
+        """The weights the unit really computes with, by name, as tensors.
+
+        Not the stored variables but what the forward pass uses: the clipped
+        kernel of the NAU and NMU, W = tanh(Ŵ) ⊙ σ(M̂) of the NAC, σ(Ŵ) or
+        clip(Ŵ, 0, 1) of the NAC•σ and NAC•NMU, both paths' W of the NALU and
+        iNALU (`"kernel"`, `"mul_kernel"`), both units' kernels of the gated
+        NAU/NMU, Re and Im of the NPU. Gates are not weights of the
+        arithmetic; they are left out. Each value has shape
+        `(input_dim, units)`; the sparsity error, `keras_nalu.explain` and
+        the sequential-MNIST records read them here.
+
+        Example:
+
+        >>> import keras_nalu
+        >>> layer = keras_nalu.layers.NAU(1)
+        >>> layer.build((None, 2))
+        >>> _ = layer.kernel.assign([[1.5], [-0.25]])  # stored, out of the box
+        >>> layer.effective_weights()["kernel"].numpy().tolist()
+        [[1.0], [-0.25]]
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} does not define effective_weights()."
+        )
+
     def compute_output_shape(self, input_shape):
         return (*input_shape[:-1], self.units)
 

@@ -99,6 +99,12 @@ class GatedNAUNMU(ArithmeticLayer):
         self.nau.build((None, input_dim))
         self.nmu.build((None, input_dim))
 
+    def effective_weights(self):
+        return {
+            "nau_kernel": self.nau.effective_weights()["kernel"],
+            "nmu_kernel": self.nmu.effective_weights()["kernel"],
+        }
+
     def gate_values(self, inputs):
         """g = σ(x·G): 1 selects the NAU, 0 the NMU. Shape `(..., units)`."""
         return ops.sigmoid(ops.matmul(self.to_math(inputs), self.to_math(self.gate)))

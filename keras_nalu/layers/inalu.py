@@ -187,6 +187,9 @@ class iNALU(ArithmeticLayer):
         """W_m = tanh(Ŵ_m) ⊙ σ(M̂_m), the multiplicative path's (read-only)."""
         return nac_weight(self.to_math(self.mul_w_hat), self.to_math(self.mul_m_hat))
 
+    def effective_weights(self):
+        return {"kernel": self.kernel, "mul_kernel": self.mul_kernel}
+
     def gate_values(self, inputs):
         """g = σ(G) broadcast to `(..., units)`: 1 selects the additive path."""
         x = self.to_math(inputs)

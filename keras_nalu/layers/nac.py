@@ -68,6 +68,9 @@ class NACWeights(ArithmeticLayer):
         """The effective weight matrix W (read-only)."""
         return nac_weight(self.to_math(self.w_hat), self.to_math(self.m_hat))
 
+    def effective_weights(self):
+        return {"kernel": self.kernel}
+
     def get_config(self):
         return {**super().get_config(), **serialize_parts(self, "kernel")}
 

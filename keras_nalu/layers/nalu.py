@@ -61,9 +61,16 @@ class NALU(NACWeights):
 
     >>> import numpy as np, keras_nalu
     >>> layer = keras_nalu.layers.NALU(1)
-    >>> y = layer(np.array([[2.0, 3.0]], "float32"))
-    >>> tuple(y.shape)
-    (1, 1)
+    >>> layer.build((None, 2))
+    >>> _ = layer.w_hat.assign([[20.0], [20.0]])  # W = tanh(20)·σ(20) ≈ 1
+    >>> _ = layer.m_hat.assign([[20.0], [20.0]])
+    >>> x = np.array([[2.0, 3.0]], "float32")
+    >>> _ = layer.gate.assign([[20.0], [20.0]])  # g = σ(x·G) ≈ 1: NAC+, 2 + 3
+    >>> layer(x).numpy().round(3)
+    array([[5.]], dtype=float32)
+    >>> _ = layer.gate.assign([[-20.0], [-20.0]])  # g ≈ 0: NAC•, 2 · 3
+    >>> layer(x).numpy().round(3)
+    array([[6.]], dtype=float32)
 
     Reference: Trask et al., "Neural Arithmetic Logic Units", NeurIPS 2018,
     §2; Madsen & Johansen (2020), §2.8 and App. C.5.
@@ -148,6 +155,10 @@ class NALU(NACWeights):
         if not self.separate_weights:
             return self.kernel
         return nac_weight(self.to_math(self.mul_w_hat), self.to_math(self.mul_m_hat))
+
+    def effective_weights(self):
+        """W of the additive path and of the multiplicative one (equal if shared)."""
+        return {"kernel": self.kernel, "mul_kernel": self.mul_kernel}
 
     def _gate_values(self, x, gate, bias):
         if self.gate_type == "constant":

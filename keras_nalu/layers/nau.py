@@ -78,9 +78,11 @@ class NAU(ArithmeticLayer):
             constraint=self.kernel_constraint,
         )
 
+    def effective_weights(self):
+        return {"kernel": clip_like_constraint(self.kernel, self.kernel_constraint)}
+
     def call(self, inputs):
-        kernel = clip_like_constraint(self.kernel, self.kernel_constraint)
-        return ops.matmul(inputs, kernel)
+        return ops.matmul(inputs, self.effective_weights()["kernel"])
 
     def get_config(self):
         return {**super().get_config(), **serialize_parts(self, "kernel")}

@@ -88,8 +88,12 @@ class NMU(ArithmeticLayer):
             self.kernel_constraint,
         )
 
-    def call(self, inputs):
+    def effective_weights(self):
         kernel = clip_like_constraint(self.to_math(self.kernel), self.kernel_constraint)
+        return {"kernel": kernel}
+
+    def call(self, inputs):
+        kernel = self.effective_weights()["kernel"]
         return self.to_output(nmu_product(self.to_math(inputs), kernel))
 
     def get_config(self):

@@ -147,6 +147,12 @@ class NPU(ArithmeticLayer):
             autocast=False,
         )
 
+    def effective_weights(self):
+        weights = {"kernel": self.to_math(self.kernel)}
+        if self.complex_weights:
+            weights["imaginary_kernel"] = self.to_math(self.imaginary_kernel)
+        return weights
+
     def gate_values(self):
         """g clamped as in the forward pass, shape `(input_dim,)`."""
         return clip_like_constraint(self.to_math(self.gate), self.gate_constraint)

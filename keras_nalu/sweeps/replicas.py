@@ -37,10 +37,10 @@ a discrete value after the task is solved (large learning rates), such
 differences can grow to the size of one Adam step; the records (success,
 solved-at, best step) are the same in the tested cases.
 
-Speed: on the 2-core machine, 100 replicas of the default NAU → NMU model run
-at about 10⁴ seed-iterations per second; half of the CPU time draws the
-1.28·10⁶ Philox numbers per step that keep the streams identical to the single
-runs (see `benchmarks/speed.py --profile`).
+Speed: most of a step's time goes to drawing the random inputs (1.28·10⁶
+Philox numbers per step for 100 replicas of the default task) that keep each
+replica's stream identical to its single run; `benchmarks/speed.py --profile`
+measures the rate and this split on the machine at hand.
 
 Reference: Madsen & Johansen, "Neural Arithmetic Units", ICLR 2020, §4.1.1 and
 App. C.2 (100 seeds per configuration).

@@ -40,6 +40,7 @@ import functools
 import hashlib
 import itertools
 import json
+import operator
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -48,7 +49,9 @@ from pathlib import Path
 import pandas as pd
 
 from keras_nalu.experiment import ExperimentConfig
+from keras_nalu.export import check_output_folder
 from keras_nalu.models import get_preset
+from keras_nalu.sweeps._rows import check_identity, row_lines
 from keras_nalu.sweeps.replicas import total_steps
 
 CONFIG_FIELDS = tuple(field.name for field in dataclasses.fields(ExperimentConfig))
@@ -86,7 +89,6 @@ LATER_FIELDS = {"epsilon": None}
 default a field stays out of `config_id`, so older rows keep their ids, and
 a file without its column reads as the default."""
 
-_CONFIG_ID = re.compile(r"^c[0-9a-f]{12}$")
 _DEFAULTS = {
     field.name: (field.default, str(field.type))
     for field in dataclasses.fields(ExperimentConfig)
@@ -233,8 +235,24 @@ def load_grid_file(path: str | os.PathLike) -> dict[tuple[str, ...], list[tuple]
     return normalize_grid(grid)
 
 
-def parse_seeds(spec: str | Iterable[int]) -> list[int]:
+MAX_SEEDS = 1_000_000
+"""The most seeds one seed list may name (a typo such as 0-1000000000 would
+otherwise fill the memory before anything else happens)."""
+
+
+def parse_seeds(spec: str | Iterable[int], owner: str = "sweep") -> list[int]:
     """Seeds from `"0-99"`, `"0,3,7-9"` or a list of integers.
+
+    Args:
+        spec: the seed list.
+        owner: who asks, for the messages (`"sweep"`, `"mnist"`).
+
+    Returns:
+        The seeds, in the order given.
+
+    Raises:
+        ValueError: a malformed list, a seed below 0 or twice, an empty
+            range such as 3-1, or more than `MAX_SEEDS` seeds.
 
     Example:
 
@@ -242,22 +260,31 @@ def parse_seeds(spec: str | Iterable[int]) -> list[int]:
     [0, 1, 2, 10]
     """
     if not isinstance(spec, str):
-        seeds = [int(seed) for seed in spec]
+        try:
+            seeds = [operator.index(seed) for seed in spec]
+        except TypeError:
+            raise ValueError(
+                f"{owner} expects seeds as integers. Received: {spec!r}"
+            ) from None
     else:
         seeds = []
         for part in spec.split(","):
-            match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+            match = re.fullmatch(r"\s*([0-9]+)\s*(?:-\s*([0-9]+)\s*)?", part)
             if not match:
                 raise ValueError(
-                    f"sweep expects seeds like 0-99 or 0,3,7-9. Received: {spec!r}"
+                    f"{owner} expects seeds like 0-99 or 0,3,7-9. Received: {spec!r}"
                 )
             first, last = int(match[1]), int(match[2] or match[1])
             if last < first:
-                raise ValueError(f"sweep: empty seed range {part!r} in {spec!r}")
+                raise ValueError(f"{owner}: empty seed range {part!r} in {spec!r}")
+            if len(seeds) + last - first >= MAX_SEEDS:
+                raise ValueError(
+                    f"{owner} expects at most {MAX_SEEDS:,} seeds. Received: {spec!r}"
+                )
             seeds.extend(range(first, last + 1))
     if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
         raise ValueError(
-            f"sweep expects distinct seeds >= 0, at least one. Received: {spec!r}"
+            f"{owner} expects distinct seeds >= 0, at least one. Received: {spec!r}"
         )
     return seeds
 
@@ -331,8 +358,9 @@ def read_results(path: str | os.PathLike) -> pd.DataFrame:
     """Reads and checks a sweep results file (empty table if there is none).
 
     Raises:
-        ValueError: the file is unreadable, lacks sweep columns, or holds a
-            (config, seed) pair twice.
+        ValueError: the file is unreadable, lacks sweep columns, has a
+            malformed row (its line is named), or holds a (config, seed) pair
+            twice.
     """
     path = Path(path)
     if not path.exists():
@@ -340,9 +368,16 @@ def read_results(path: str | os.PathLike) -> pd.DataFrame:
     if not path.is_file():
         raise _foreign(path, "not a file")
     try:
+        lines = row_lines(path)
+    except ValueError as error:
+        raise _foreign(path, str(error)) from None
+    try:
         table = pd.read_csv(path, dtype={"config_id": str})
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
-        raise _foreign(path, f"unreadable as CSV: {str(e).strip()}") from None
+    except ValueError as error:  # pandas' parser errors are ValueErrors too
+        reason = " ".join(str(error).split())
+        raise _foreign(path, f"unreadable as CSV: {reason}") from None
+    if len(table) != len(lines):
+        raise _foreign(path, f"{len(lines)} CSV rows but {len(table)} read")
     for column, default in LATER_FIELDS.items():
         if column not in table:
             position = min(CONFIG_COLUMNS.index(column), len(table.columns))
@@ -350,9 +385,9 @@ def read_results(path: str | os.PathLike) -> pd.DataFrame:
     missing = [column for column in RESULT_COLUMNS if column not in table]
     if missing:
         raise _foreign(path, f"missing columns {missing}")
-    ids = table["config_id"].astype(str)
-    if not ids.map(lambda value: bool(_CONFIG_ID.match(value))).all():
-        raise _foreign(path, "malformed config_id values")
+    problem = check_identity(table, lines)
+    if problem:
+        raise _foreign(path, problem)
     if table.duplicated(["config_id", "seed"]).any():
         raise _foreign(path, "a (config, seed) pair appears twice")
     return table
@@ -375,7 +410,15 @@ def _write_atomically(table: pd.DataFrame, path: Path) -> None:
 @contextlib.contextmanager
 def _exclusive(path: Path):
     """Holds `<path>.lock` so that two sweeps never write one file."""
-    lock = open(path.with_name(path.name + ".lock"), "a")  # noqa: SIM115
+    lock_path = path.with_name(path.name + ".lock")
+    try:
+        lock = open(lock_path, "a")  # noqa: SIM115
+    except OSError as error:
+        raise ValueError(
+            f"cannot create the lock file {lock_path} "
+            f"({error.strerror or type(error).__name__}); pass a results path "
+            "in a folder you can write to"
+        ) from None
     try:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -647,7 +690,9 @@ def run_sweep(
             f"Received: backup_every={backup_every!r}"
         )
     path = Path(results_path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir():
+        raise _foreign(path, "a folder")
+    check_output_folder(path.parent, "results_path", results_path)
     group_by = _group_keys(normalize_grid(grid))
     with _exclusive(path):
         table = read_results(path)
@@ -729,6 +774,7 @@ __all__ = [
     "CONFIG_COLUMNS",
     "CONFIG_FIELDS",
     "LATER_FIELDS",
+    "MAX_SEEDS",
     "RECORD_FIELDS",
     "RESULT_COLUMNS",
     "Chunk",

@@ -26,6 +26,7 @@ from keras_nalu.evaluation.statistics import (
     sparsity_error_summary,
     success_rate_interval,
 )
+from keras_nalu.sweeps._rows import check_identity, first_bad_line, row_lines
 
 REQUIRED_COLUMNS = (
     "model",
@@ -88,7 +89,9 @@ def load_results(path: str | os.PathLike) -> pd.DataFrame:
     Raises:
         FileNotFoundError: `path` does not exist.
         ValueError: the file is not a CSV, lacks required columns (they are
-            named), or holds values of the wrong kind.
+            named), has a malformed row (a row cut short, one without its
+            model, operation or seed: its line is named; no such row is ever
+            counted), or holds values of the wrong kind.
 
     Example:
 
@@ -106,18 +109,26 @@ def load_results(path: str | os.PathLike) -> pd.DataFrame:
     if not path.is_file():
         raise FileNotFoundError(f"No results file at {path}")
     try:
-        results = pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+        lines = row_lines(path)
+        results = pd.read_csv(path, dtype={"config_id": str})
+    except ValueError as error:  # pandas' parser errors are ValueErrors too
+        reason = " ".join(str(error).split())
+        raise ValueError(f"{path} is not a results CSV: {reason}") from None
+    if len(results) != len(lines):
         raise ValueError(
-            f"{path} is not a results CSV (one row per run): {e}"
-        ) from None
+            f"{path} is not a results CSV: {len(lines)} rows by the CSV rules "
+            f"but {len(results)} read by pandas"
+        )
     missing = [column for column in REQUIRED_COLUMNS if column not in results]
     if missing:
         raise ValueError(
             f"{path} is not a results CSV: missing required columns {missing}. "
             f"Found columns: {list(results.columns)}"
         )
-    return _coerce_columns(results, source=str(path))
+    problem = check_identity(results, lines)
+    if problem:
+        raise ValueError(f"{path}: {problem}")
+    return _coerce_columns(results, source=str(path), lines=lines)
 
 
 def summarize(
@@ -295,23 +306,63 @@ def to_latex(summary: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
+SUMMARY_SUFFIXES = {"markdown": ".md", "latex": ".tex", "csv": ".csv"}
+"""The files `write_summary` writes, as `<results stem>.summary<suffix>`."""
+
+# How each kind of summary file begins: an existing file that does not is
+# someone else's and is never written over.
+_SUMMARY_OPENINGS = {"markdown": "|", "latex": "\\begin{tabular}", "csv": None}
+
+
+def summary_paths(
+    results_path: str | os.PathLike, out_dir: str | os.PathLike | None = None
+) -> dict[str, Path]:
+    """Where `write_summary` puts the summaries of `results_path`.
+
+    Beside the results file (or in `out_dir`), named after it:
+    `hidden.csv` → `hidden.summary.md`, `hidden.summary.tex`,
+    `hidden.summary.csv`. So the input is never written over, and two results
+    files in one folder get two summaries.
+
+    Example:
+
+    >>> summary_paths("results/hidden.csv")["markdown"].as_posix()
+    'results/hidden.summary.md'
+    """
+    results_path = Path(results_path)
+    folder = results_path.parent if out_dir is None else Path(out_dir)
+    return {
+        kind: folder / f"{results_path.stem}.summary{suffix}"
+        for kind, suffix in SUMMARY_SUFFIXES.items()
+    }
+
+
 def write_summary(
     results_path: str | os.PathLike,
-    out_dir: str | os.PathLike,
+    out_dir: str | os.PathLike | None = None,
     by: Sequence[str] = ("operation", "model"),
 ) -> dict[str, Path]:
-    """Summarizes a results file into `summary.md`, `summary.tex`, `summary.csv`.
+    """Summarizes a results file into Markdown, LaTeX and CSV files.
 
-    The CSV holds the numbers of `summarize` (machine-readable, full
-    precision); the Markdown and LaTeX files hold the formatted tables.
+    The files are named after the results file (see `summary_paths`):
+    `<stem>.summary.md`, `<stem>.summary.tex` and `<stem>.summary.csv`,
+    beside it or in `out_dir`. The CSV holds the numbers of `summarize`
+    (machine-readable, full precision); the Markdown and LaTeX files hold the
+    formatted tables. An earlier summary is replaced; any other file in the
+    way is refused, and the results file is never written to.
 
     Args:
         results_path: a results CSV (see `load_results`).
-        out_dir: directory for the three files; created if needed.
+        out_dir: directory for the three files, created if needed; default
+            the results file's own.
         by: the columns that define a group.
 
     Returns:
         `{"markdown": ..., "latex": ..., "csv": ...}`, the paths written.
+
+    Raises:
+        ValueError: the results file is not one (see `load_results`), or an
+            output path is the results file or a file that is not a summary.
 
     Example:
 
@@ -321,41 +372,72 @@ def write_summary(
     ...     "model,operation,seed,success,solved_at,sparsity_error,"
     ...     "interpolation_mse,extrapolation_mse,iterations\\n"
     ...     "nau,add,0,True,5000,1e-4,1e-9,1e-8,50000\\n")
-    >>> sorted(p.name for p in write_summary(folder / "results.csv", folder).values())
-    ['summary.csv', 'summary.md', 'summary.tex']
+    >>> sorted(p.name for p in write_summary(folder / "results.csv").values())
+    ['results.summary.csv', 'results.summary.md', 'results.summary.tex']
     """
+    results_path = Path(results_path)
     summary = summarize(load_results(results_path), by=by)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {
-        "markdown": out_dir / "summary.md",
-        "latex": out_dir / "summary.tex",
-        "csv": out_dir / "summary.csv",
-    }
+    paths = summary_paths(results_path, out_dir)
+    for kind, path in paths.items():
+        _check_summary_target(path, kind, results_path)
+    next(iter(paths.values())).parent.mkdir(parents=True, exist_ok=True)
     paths["markdown"].write_text(to_markdown(summary), encoding="utf-8")
     paths["latex"].write_text(to_latex(summary), encoding="utf-8")
     summary.to_csv(paths["csv"], index=False)
     return paths
 
 
-def _coerce_columns(results: pd.DataFrame, source: str) -> pd.DataFrame:
+def _check_summary_target(path: Path, kind: str, results_path: Path) -> None:
+    """Refuses to write a summary over the input or over a foreign file."""
+    if not path.exists():
+        return
+    if path.is_dir() or path.resolve() == results_path.resolve():
+        raise ValueError(
+            f"the {kind} summary would replace {path}, which is "
+            f"{'a folder' if path.is_dir() else 'the results file'}; pass "
+            "another output folder."
+        )
+    try:
+        with open(path, encoding="utf-8") as handle:
+            first = handle.readline()
+    except (OSError, UnicodeDecodeError):
+        first = ""
+    opening = _SUMMARY_OPENINGS[kind]
+    if opening is None:
+        looks_like_summary = all(
+            column in first.split(",") for column in SUMMARY_STATISTICS[:4]
+        )
+    else:
+        looks_like_summary = first.startswith(opening)
+    if not looks_like_summary:
+        raise ValueError(
+            f"{path} exists and is not a summary; it is left untouched. Move it "
+            "or pass another output folder."
+        )
+
+
+def _coerce_columns(results: pd.DataFrame, source: str, lines=None) -> pd.DataFrame:
     results = results.copy()
-    results["success"] = _as_success(results["success"], source)
+    results["success"] = _as_success(results["success"], source, lines)
     for column in _NUMERIC_COLUMNS:
-        try:
-            results[column] = pd.to_numeric(results[column])
-            if column in _FLOAT_COLUMNS:
-                results[column] = results[column].astype(float)
-        except (ValueError, TypeError):
+        numbers = pd.to_numeric(results[column], errors="coerce")
+        bad = numbers.isna() & results[column].notna()
+        if bad.any():
+            where = _where(bad, lines)
+            value = results[column][bad].iloc[0]
             raise ValueError(
-                f"{source}: column {column!r} must be numeric "
-                f"(empty for missing). Received values like "
-                f"{results[column].head(3).tolist()}"
-            ) from None
+                f"{source}: {where}column {column!r} must be numeric (empty for "
+                f"missing). Received: {value!r}"
+            )
+        results[column] = numbers.astype(float) if column in _FLOAT_COLUMNS else numbers
     return results
 
 
-def _as_success(column: pd.Series, source: str) -> pd.Series:
+def _where(bad: pd.Series, lines) -> str:
+    return "" if lines is None else f"line {first_bad_line(bad, lines)}: "
+
+
+def _as_success(column: pd.Series, source: str, lines=None) -> pd.Series:
     """`success` as bool: accepts booleans, 0/1 and the strings true/false."""
     if pd.api.types.is_bool_dtype(column):
         return column.astype(bool)
@@ -366,8 +448,8 @@ def _as_success(column: pd.Series, source: str) -> pd.Series:
     if converted.isna().any():
         bad = column[converted.isna()].head(3).tolist()
         raise ValueError(
-            f"{source}: column 'success' must be true/false (or 1/0) for every "
-            f"run. Received values like {bad}"
+            f"{source}: {_where(converted.isna(), lines)}column 'success' must "
+            f"be true/false (or 1/0) for every run. Received values like {bad}"
         )
     return converted.astype(bool)
 

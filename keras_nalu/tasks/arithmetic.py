@@ -13,7 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_nalu._validation import check_choice, check_positive_int
-from keras_nalu.tasks.ranges import Range, stateless_seed
+from keras_nalu.tasks.ranges import OverlappingRangesWarning, Range, stateless_seed
 
 OPERATIONS = ("add", "sub", "mul", "div", "squared", "root")
 """The operations of the arithmetic task: + − × ÷ z² √z (z² and √z use `a`)."""
@@ -486,7 +486,9 @@ class ArithmeticTask(_SubsetSumTask):
     subsets that do not fit, empty/inverted ranges, "div" with a range that
     contains 0 or spans both signs, "root" with only negative values); a
     warning for legitimate but risky ones ("root" with a range allowing
-    negative sums; targets beyond float32's exact-integer range 2**24).
+    negative sums; targets beyond float32's exact-integer range 2**24; an
+    extrapolation range that overlaps the interpolation range, an
+    `OverlappingRangesWarning`).
 
     Args:
         operation: one of "add", "sub", "mul", "div", "squared", "root".
@@ -536,6 +538,19 @@ class ArithmeticTask(_SubsetSumTask):
     validation_seed: int = DEFAULT_VALIDATION_SEED
     test_seed: int = DEFAULT_TEST_SEED
     explicit_subsets: tuple[tuple[int, int], ...] | None = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        shared = self.interpolation_range.overlap(self.extrapolation_range)
+        if shared:
+            warnings.warn(
+                f"ArithmeticTask: extrapolation_range={self.extrapolation_range} "
+                f"overlaps interpolation_range={self.interpolation_range} on "
+                f"{Range(shared)}; test inputs there lie in the training range, so "
+                "the extrapolation verdict means little. Pick disjoint ranges.",
+                OverlappingRangesWarning,
+                stacklevel=3,
+            )
 
     def _example_shape(self, split: str, length: int | None = None) -> tuple:
         return (self.input_size,)

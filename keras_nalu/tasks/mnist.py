@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 import numpy as np
 import tensorflow as tf
@@ -344,13 +344,6 @@ class SequentialMnistTask:
             "test", length, self.test_sequences, [self.test_seed, length]
         )
         return self._fixed("test", indices)
-
-    def test_datasets(self, lengths: Sequence[int] | None = None):
-        """`{length: test_dataset(length)}` for `test_lengths` (or `lengths`)."""
-        return {
-            length: self.test_dataset(length)
-            for length in (self.test_lengths if lengths is None else lengths)
-        }
 
     def _fixed(self, split: str, indices: np.ndarray) -> tf.data.Dataset:
         batch = self.eval_batch_size or self.batch_size

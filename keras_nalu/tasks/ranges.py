@@ -16,6 +16,14 @@ _BRACKETED_PART = re.compile(r"[\[(]([^\[\]()]*)[\])]")
 _UNION_FILLER = re.compile(r"[\sUu∪|+]*")
 
 
+class OverlappingRangesWarning(UserWarning):
+    """An extrapolation range that shares values with the interpolation range.
+
+    Test inputs drawn from the training range do not test extrapolation, so
+    the "extrapolation" verdict of such a task means little.
+    """
+
+
 def stateless_seed(seed) -> tf.Tensor:
     """The shape-[2] int64 seed of TensorFlow's stateless random ops.
 
@@ -270,6 +278,35 @@ class Range:
         for lo, hi in self.parts:
             inside |= (x >= x.dtype.type(lo)) & (x <= x.dtype.type(hi))
         return inside
+
+    def overlap(self, other: Range) -> tuple[tuple[float, float], ...]:
+        """The intervals of positive width that `self` and `other` share.
+
+        Ranges that only touch (`U[1,2]` and `U[2,6]` share the point 2) do
+        not overlap: the result is empty.
+
+        Args:
+            other: another `Range` (or any spelling `Range.parse` reads).
+
+        Returns:
+            The shared `(lower, upper)` intervals, sorted; empty if none.
+
+        Example:
+
+        >>> from keras_nalu.tasks import Range
+        >>> Range.parse("U[1,3]").overlap(Range.parse("U[2,6]"))
+        ((2.0, 3.0),)
+        >>> Range.parse("U[1,2]").overlap(Range.parse("U[2,6]"))
+        ()
+        """
+        other = Range.parse(other, name="other")
+        shared = []
+        for lo, hi in self.parts:
+            for other_lo, other_hi in other.parts:
+                lower, upper = max(lo, other_lo), min(hi, other_hi)
+                if lower < upper:
+                    shared.append((lower, upper))
+        return tuple(sorted(shared))
 
     def to_config(self) -> list[list[float]]:
         """The parts as a JSON-native list of `[lower, upper]` lists.

@@ -45,6 +45,7 @@ def trained(tmp_path_factory):
         "--export-dir",
         str(root / "saved"),
         "--quiet",
+        "--json",
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     return root, completed
@@ -53,7 +54,9 @@ def trained(tmp_path_factory):
 def test_train_prints_and_writes_the_record(trained):
     root, completed = trained
     record = json.loads(completed.stdout)
-    on_disk = json.loads((root / "runs" / "nau-sub-seed4" / "result.json").read_text())
+    # The default name tells this config from nau-sub-seed4 at the defaults.
+    assert record["name"].startswith("nau-sub-seed4-")
+    on_disk = json.loads((root / "runs" / record["name"] / "result.json").read_text())
     assert on_disk["iterations"] == record["iterations"] == 3000
     for key in (
         "success",
@@ -71,16 +74,17 @@ def test_train_prints_and_writes_the_record(trained):
         assert key in record
     assert record["config"]["operation"] == "sub"
     assert record["evaluations"] == 4  # steps 0, 1000, 2000, 3000
-    assert "nau-sub-seed4" in completed.stderr  # the verdict line
+    assert completed.stderr.startswith(f"{record['name']}: ")  # the verdict line
 
 
 def test_train_exports_a_servable_saved_model(trained, tmp_path):
     root, completed = trained
     record = json.loads(completed.stdout)
-    version_dir = root / "saved" / "nau-sub-seed4" / "1"
+    version_dir = root / "saved" / record["name"] / "1"
+    assert record["saved_model"] == str(version_dir)
     assert (version_dir / "saved_model.pb").exists()
     manifest = json.loads(
-        (root / "saved" / "nau-sub-seed4" / "manifest.json").read_text()
+        (root / "saved" / record["name"] / "manifest.json").read_text()
     )
     assert manifest["latest"] == 1
     assert manifest["versions"]["1"]["task"]["operation"] == "sub"
@@ -109,15 +113,21 @@ def test_train_exports_a_servable_saved_model(trained, tmp_path):
         (["--batch-size", "0"], "batch_size"),
         (["--bogus-flag"], "unrecognized"),
         (["--seed", "abc"], "seed"),
+        (["--name", "../escaped"], "--name='../escaped'"),
+        (["--export-dir", "afile/models"], "--export-dir 'afile/models'"),
     ],
 )
-def test_bad_flags_exit_nonzero_with_one_line(flags, needle):
-    completed = run_cli("train", *flags, "--quiet", timeout=120)
-    assert completed.returncode != 0
+def test_bad_flags_exit_nonzero_with_one_line(flags, needle, tmp_path):
+    (tmp_path / "afile").write_text("in the way")
+    completed = run_cli("train", *flags, "--quiet", cwd=tmp_path, timeout=120)
+    assert completed.returncode == 2
     lines = [line for line in completed.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, completed.stderr
     assert "Traceback" not in completed.stderr
     assert needle in lines[0]
+    assert completed.stdout == ""
+    assert not (tmp_path / "escaped").exists()
+    assert not list(tmp_path.glob("runs/*"))  # nothing trained, nothing written
 
 
 def test_explain_command_prints_the_formula(trained):

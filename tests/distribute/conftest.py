@@ -117,6 +117,28 @@ class Runs:
             watcher.join()
 
 
+@pytest.fixture(scope="module", autouse=True)
+def no_multi_worker_strategy_in_the_test_process():
+    """MultiWorkerMirroredStrategy runs only in fresh processes.
+
+    TensorFlow once crashed (SIGSEGV) deleting such a strategy's iterator
+    inside the test process, under load, killing the xdist worker and every
+    test on it. The scripts (`_worker.py`, `_multi_worker_fit_script.py`) run
+    it in processes of their own; here, creating one fails the test at once.
+    """
+    import tensorflow as tf
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(
+            "create MultiWorkerMirroredStrategy in a fresh process (see "
+            "_multi_worker_fit_script.py), not in the test process"
+        )
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tf.distribute.MultiWorkerMirroredStrategy, "__init__", refuse)
+        yield
+
+
 @pytest.fixture(scope="session")
 def distributed_runs(tmp_path_factory):
     if os.environ.get("PYTEST_XDIST_WORKER"):

@@ -2,14 +2,15 @@
 
 In this process (one device): both functions are no-ops without the strategy
 they are for, idempotent, and fail clearly if Keras' private names go. The
-multi-step loop itself is checked here against Keras' on one device. With
-two replicas: `_multi_step_script.py` (a fresh process with two logical
-CPUs, started by the `mirrored_multi_step` fixture) and the multi-worker
-cluster of `conftest.py` train NAU → NMU with steps_per_execution = 5 and
-must end where one device does.
+multi-step loop itself is checked here against Keras' on one device. Under a
+real MultiWorkerMirroredStrategy (one worker): `_multi_worker_fit_script.py`,
+in a fresh process (TensorFlow once crashed deleting such a strategy's
+iterator in this one). With two replicas: `_multi_step_script.py` (a fresh
+process with two logical CPUs, started by the `mirrored_multi_step` fixture)
+and the multi-worker cluster of `conftest.py` train NAU → NMU with
+steps_per_execution = 5 and must end where one device does.
 """
 
-import contextlib
 import json
 import os
 import subprocess
@@ -25,6 +26,7 @@ from keras.src.backend.tensorflow import trainer
 from keras_nalu import distribute
 from keras_nalu.distribute import enable_multi_worker_fit, enable_steps_per_execution
 from tests.distribute import _worker
+from tests.distribute._dense import data, dense_model, fit
 
 HERE = Path(__file__).parent
 TIMEOUT_SECONDS = 600
@@ -41,33 +43,22 @@ def restore_keras(monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def local_multi_worker():
-    """A real MultiWorkerMirroredStrategy of one worker (no TF_CONFIG).
-
-    Keras' own path works there, so results compare with one device.
-    """
-    return tf.distribute.MultiWorkerMirroredStrategy()
-
-
-def dense_model(steps_per_execution=1, strategy=None):
-    scope = strategy.scope() if strategy is not None else contextlib.nullcontext()
-    with scope:
-        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
-        model.compile("sgd", "mse", steps_per_execution=steps_per_execution)
-    model.set_weights([np.full((4, 1), 0.1, "float32"), np.zeros(1, "float32")])
-    return model
-
-
-def data(samples=352):
-    x = np.random.default_rng(1).uniform(size=(samples, 4)).astype("float32")
-    return x, x.sum(1, keepdims=True)
-
-
-def fit(model, **kwargs):
-    x, y = data()
-    history = model.fit(x, y, batch_size=32, shuffle=False, verbose=0, **kwargs)
-    iterations = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
-    return model.get_weights(), iterations, history.history
+def multi_worker_fit(tmp_path_factory):
+    """The facts `_multi_worker_fit_script.py` gathers in a fresh process."""
+    out_dir = tmp_path_factory.mktemp("multi_worker_fit")
+    completed = subprocess.run(
+        [sys.executable, str(HERE / "_multi_worker_fit_script.py"), str(out_dir)],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_SECONDS,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
+    if completed.returncode != 0:
+        pytest.fail(
+            f"_multi_worker_fit_script.py ended with {completed.returncode}:\n"
+            f"{(completed.stdout + completed.stderr)[-4000:]}"
+        )
+    return json.loads((out_dir / "multi_worker_fit.json").read_text())
 
 
 # -- enable_multi_worker_fit ------------------------------------------------
@@ -86,31 +77,23 @@ def test_multi_worker_fit_is_a_no_op_without_a_multi_worker_strategy(
     assert fit(model)[1] == 11
 
 
-def test_multi_worker_fit_patches_once_and_keeps_the_strategy(
-    restore_keras, local_multi_worker
-):
-    strategy = local_multi_worker
-    model = dense_model(strategy=strategy)
-    keras_reduce = trainer.reduce_per_replica
-    enable_multi_worker_fit(model)
-    build, reduce = vars(model)["_maybe_symbolic_build"], trainer.reduce_per_replica
-    assert reduce is not keras_reduce
-    assert enable_multi_worker_fit(model) is model
-    assert vars(model)["_maybe_symbolic_build"] is build
-    assert trainer.reduce_per_replica is reduce
+def test_multi_worker_fit_patches_once_and_keeps_the_strategy(multi_worker_fit):
+    patches = multi_worker_fit["patches"]
+    assert patches["reduction_patched"]
+    assert patches["second_call_returns_the_model"]
+    assert patches["second_call_keeps_the_build_patch"]
+    assert patches["second_call_keeps_the_reduction"]
     # A second model: its own build patch, the same process-wide reduction.
-    other = enable_multi_worker_fit(dense_model(strategy=strategy))
-    assert vars(other)["_maybe_symbolic_build"] is not build
-    assert trainer.reduce_per_replica is reduce
+    assert patches["other_model_has_its_own_build_patch"]
+    assert patches["other_model_shares_the_reduction"]
     # `fit` outside the scope still uses the strategy the model was built in.
-    assert model.distribute_strategy is strategy
-    weights, iterations, history = fit(model, validation_data=data(64))
-    want, want_iterations, want_history = fit(dense_model())
-    assert iterations == want_iterations == 11
-    for got, expected in zip(weights, want):
+    assert patches["strategy_kept"]
+    fitted = multi_worker_fit["fit"]
+    assert fitted["iterations"] == fitted["want_iterations"] == 11
+    for got, expected in zip(fitted["weights"], fitted["want_weights"]):
         np.testing.assert_allclose(got, expected, **TOLERANCE)
-    np.testing.assert_allclose(history["loss"], want_history["loss"], rtol=1e-6)
-    assert set(history) == {"loss", "val_loss"}
+    np.testing.assert_allclose(fitted["loss"], fitted["want_loss"], rtol=1e-6)
+    assert fitted["history_keys"] == ["loss", "val_loss"]
 
 
 def test_patched_reduction_leaves_other_strategies_to_keras(restore_keras):
@@ -130,18 +113,15 @@ def test_patched_reduction_leaves_other_strategies_to_keras(restore_keras):
 
 
 @pytest.mark.parametrize("broken", ["missing", "signature"])
-def test_a_missing_private_keras_symbol_fails_clearly(
-    restore_keras, local_multi_worker, broken
-):
-    if broken == "missing":
-        del trainer.reduce_per_replica
-    else:
-        trainer.reduce_per_replica = lambda values, strategy: values
-    for enable in (enable_multi_worker_fit, enable_steps_per_execution):
-        model = dense_model(strategy=local_multi_worker)
-        with pytest.raises(RuntimeError, match="trainer.reduce_per_replica"):
-            enable(model)
-        assert "_maybe_symbolic_build" not in vars(model)
+@pytest.mark.parametrize(
+    "enable", ["enable_multi_worker_fit", "enable_steps_per_execution"]
+)
+def test_a_missing_private_keras_symbol_fails_clearly(multi_worker_fit, broken, enable):
+    outcome = multi_worker_fit["broken"][f"{broken}/{enable}"]
+    assert outcome["error"] is not None and (
+        "trainer.reduce_per_replica" in outcome["error"]
+    )
+    assert outcome["unpatched"]
 
 
 # -- enable_steps_per_execution ---------------------------------------------

@@ -61,8 +61,11 @@ def test_identity_extrapolation(run_example, tmp_path):
             finite(row[key])
             for key in ("MAE [-5,5]", "MAE [-20,20]", "MAE -1000..1000")
         )
-    paper = {row["nonlinearity"]: row["paper (Table 5)"] for row in rows}
-    assert paper["Sigmoid"] == 493.15 and paper["PReLU"] == 14.66
+    # Each row carries its own non-linearity's Table 5 error, not a neighbour's.
+    table = {n.name: n.paper_error for n in module.NONLINEARITIES}
+    assert [row["paper (Table 5)"] for row in rows] == [
+        table[row["nonlinearity"]] for row in rows
+    ]
     check_figure(result["figure"], tmp_path)
 
 
@@ -80,7 +83,12 @@ def test_number_words(run_example, tmp_path):
         assert all(
             finite(row[key]) for key in ("train MAE", "validation MAE", "test MAE")
         )
-    assert rows[2]["paper test"] == 0.41
+    # The paper's columns sit beside the head they belong to (the LSTM alone
+    # is Trask et al.'s "Linear" row); heads the paper lacks have None.
+    for row, head in zip(rows, module.HEADS):
+        columns = ("paper train", "paper validation", "paper test")
+        paper = module.PAPER.get(head, (None, None, None))
+        assert tuple(row[column] for column in columns) == paper
     queries = {row["query"] for row in result["intermediate"]}
     assert queries == set(module.QUERIES)
     first = result["intermediate"][0]
@@ -118,5 +126,15 @@ def test_recurrent_arithmetic(run_example, tmp_path):
         # not on the 10 training steps, and the LSTM / GRU cannot.
         if row["test"] == "interpolation" or row["model"] in ("LSTM", "GRU"):
             assert all(finite(row[label]) for label in labels)
-    assert rows[-2]["paper a × b"] == 0.0  # NALU, Table 9
+    # Each row has its own model's and split's Table 9 entry, None where the
+    # paper has no such model (the NAU).
+    tables = {
+        "interpolation": module.PAPER_INTERPOLATION,
+        "extrapolation": module.PAPER_EXTRAPOLATION,
+    }
+    for row in rows:
+        for op, label in module.OPERATIONS.items():
+            expected = tables[row["test"]].get(row["model"], {}).get(op)
+            assert row[f"paper {label}"] == expected
+    assert all(row["paper a + b"] is None for row in rows if row["model"] == "NAU")
     check_figure(result["figure"], tmp_path)

@@ -26,6 +26,7 @@ from keras_nalu.sweeps.runner import (
     run_sweep,
 )
 from keras_nalu.sweeps.summary import load_results
+from tests.bad_paths import unwritable_folder
 
 GRID = [
     "model=nau,nmu",
@@ -323,3 +324,48 @@ def test_epsilon_enters_the_config_id_only_when_set():
     assert config_id(default) != config_id(ExperimentConfig(epsilon=1e-8))
     with pytest.raises(ValueError, match="epsilon"):
         ExperimentConfig(epsilon=0.0)
+
+
+def test_a_row_cut_short_is_refused_with_its_line_and_untouched(tmp_path):
+    grid = {"model": ["nau"], "input_size": [10], "iterations": [20]}
+    path = tmp_path / "results.csv"
+    run_sweep(grid, "0-1", path, progress=False)
+    content = path.read_bytes()
+    path.write_bytes(content[: len(content) - 30])  # the second run, line 3
+    cut = path.read_bytes()
+    with pytest.raises(ValueError, match="line 3 .*cut short") as error:
+        run_sweep(grid, "0-2", path, progress=False)
+    assert "left untouched" in str(error.value)
+    assert path.read_bytes() == cut
+
+
+def test_a_sweep_into_a_read_only_folder_is_one_line(tmp_path, capsys):
+    with unwritable_folder(tmp_path) as folder:
+        results = folder / "results.csv"
+        with pytest.raises(ValueError, match="cannot write in"):
+            run_sweep({"input_size": [10]}, "0", results, progress=False)
+        argv = ["sweep", "--quiet", "--grid", "input_size=10", "--seeds", "0"]
+        assert cli.main([*argv, "--results", str(results)]) == 2
+        error = capsys.readouterr().err
+        assert len(error.strip().splitlines()) == 1
+        assert f"--results {str(results)!r}: cannot write in" in error
+        assert not results.exists()
+
+
+def test_a_lock_file_that_cannot_be_created_is_one_line(tmp_path):
+    path = tmp_path / "results.csv"
+    (tmp_path / "results.csv.lock").mkdir()  # in the way of the lock file
+    with pytest.raises(ValueError, match="cannot create the lock file"):
+        run_sweep({"input_size": [10]}, "0", path, progress=False)
+
+
+def test_the_sweep_command_refuses_overlapping_ranges(tmp_path, capsys):
+    path = tmp_path / "results.csv"
+    argv = ["sweep", "--quiet", "--grid", "input_size=10", "--seeds", "0"]
+    argv += ["--results", str(path)]
+    overlap = ["--grid", "interpolation_range:extrapolation_range=U[1,3]:U[2,6]"]
+    assert cli.main([*argv, *overlap]) == 2
+    error = capsys.readouterr().err
+    assert len(error.strip().splitlines()) == 1
+    assert "overlap on U[2, 3]" in error and "--allow-overlap" in error
+    assert not path.exists()

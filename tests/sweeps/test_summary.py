@@ -153,10 +153,11 @@ def test_write_summary_writes_three_files(runs, tmp_path):
     paths = write_summary(results_path, tmp_path / "out" / "summary")
     assert set(paths) == {"markdown", "latex", "csv"}
     assert [path.name for path in paths.values()] == [
-        "summary.md",
-        "summary.tex",
-        "summary.csv",
+        "results.summary.md",
+        "results.summary.tex",
+        "results.summary.csv",
     ]
+    assert {path.parent for path in paths.values()} == {tmp_path / "out" / "summary"}
     assert all(path.is_file() for path in paths.values())
     assert "| mul | nac_mul | 2 |" in paths["markdown"].read_text(encoding="utf-8")
     assert "add & nau & 2" in paths["latex"].read_text(encoding="utf-8")
@@ -226,3 +227,75 @@ def test_single_numeric_key_keeps_its_type_and_needs_no_blocks(runs):
     latex = to_latex(summary)
     assert "\n4 & 2 & 50\\%" in latex
     assert latex.count("\\midrule") == 1
+
+
+def test_write_summary_never_writes_over_its_input(runs, tmp_path):
+    # A results file named like the old fixed output, summary.csv, was
+    # written over by its own summary.
+    results_path = tmp_path / "summary.csv"
+    runs.to_csv(results_path, index=False)
+    content = results_path.read_bytes()
+    paths = write_summary(results_path)
+    assert results_path.read_bytes() == content
+    assert paths["csv"] == tmp_path / "summary.summary.csv"
+    assert len(load_results(results_path)) == len(runs)
+
+
+def test_two_results_files_in_one_folder_get_two_summaries(runs, tmp_path):
+    first, second = tmp_path / "hidden.csv", tmp_path / "ranges.csv"
+    runs.to_csv(first, index=False)
+    runs.head(2).to_csv(second, index=False)
+    first_paths, second_paths = write_summary(first), write_summary(second)
+    assert set(first_paths.values()).isdisjoint(second_paths.values())
+    assert list(pd.read_csv(first_paths["csv"])["n"]) == [4, 2, 2]
+    assert list(pd.read_csv(second_paths["csv"])["n"]) == [2]
+
+
+def test_a_foreign_file_in_the_way_of_a_summary_is_refused(runs, tmp_path):
+    results_path = tmp_path / "results.csv"
+    runs.to_csv(results_path, index=False)
+    foreign = tmp_path / "results.summary.csv"
+    foreign.write_text("name,score\nalice,3\n")
+    with pytest.raises(ValueError, match="not a summary; it is left untouched"):
+        write_summary(results_path)
+    assert foreign.read_text() == "name,score\nalice,3\n"
+    assert not (tmp_path / "results.summary.md").exists()
+    paths = write_summary(results_path, tmp_path / "elsewhere")
+    write_summary(results_path, tmp_path / "elsewhere")  # its own: replaced
+    assert all(path.is_file() for path in paths.values())
+
+
+def _complete_file(runs, path):
+    runs.to_csv(path, index=False)
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("keep", ["half a row", "row without its last digit"])
+def test_a_row_cut_short_is_refused_with_its_line(runs, tmp_path, keep):
+    path = tmp_path / "results.csv"
+    content = _complete_file(runs, path)
+    last_row = content.rstrip(b"\n").rsplit(b"\n", 1)[1]
+    # Line 9 is the 8th run, after the header.
+    cut = len(last_row) // 2 if keep == "half a row" else len(last_row) - 1
+    path.write_bytes(content[: len(content) - len(last_row) - 1 + cut])
+    with pytest.raises(ValueError, match="line 9") as error:
+        load_results(path)
+    assert "\n" not in str(error.value)
+
+
+def test_a_row_without_a_run_is_never_counted(runs, tmp_path):
+    path = tmp_path / "results.csv"
+    runs.to_csv(path, index=False)
+    with open(path, "a") as handle:
+        handle.write(",,,,,,,,,\n")
+    with pytest.raises(ValueError, match="line 10 has no model"):
+        load_results(path)
+
+
+def test_bad_values_are_named_by_their_line(runs, tmp_path):
+    path = tmp_path / "results.csv"
+    runs.assign(solved_at=["soon" if i == 5 else 1 for i in range(8)]).to_csv(
+        path, index=False
+    )
+    with pytest.raises(ValueError, match="line 7: column 'solved_at'.*'soon'"):
+        load_results(path)

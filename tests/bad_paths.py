@@ -1,0 +1,51 @@
+"""Paths that refuse to be written, for the tests of the output checks."""
+
+import contextlib
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+
+def _writable(folder: Path) -> bool:
+    probe = folder / ".probe"
+    try:
+        probe.mkdir()
+    except OSError:
+        return False
+    probe.rmdir()
+    return True
+
+
+@contextlib.contextmanager
+def unwritable_folder(tmp_path: Path):
+    """An existing folder in which nothing can be created (a context manager).
+
+    A folder without write permission, or, where this process ignores
+    permissions (root), a folder of a read-only system tree such as /sys;
+    skips the test where there is neither.
+    """
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    folder.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        if not _writable(folder):
+            yield folder
+            return
+        for candidate in (Path("/sys/kernel"), Path("/sys"), Path("/proc/1")):
+            if candidate.is_dir() and not _writable(candidate):
+                yield candidate
+                return
+        pytest.skip("no folder here refuses writes to this user")
+    finally:
+        folder.chmod(stat.S_IRWXU)
+
+
+def listing(folder: Path) -> set[str]:
+    """Every path under `folder`, relative to it."""
+    return {
+        os.path.relpath(os.path.join(root, name), folder)
+        for root, folders, files in os.walk(folder)
+        for name in folders + files
+    }

@@ -1,0 +1,525 @@
+"""Property tests of every parser and reader of user input (hypothesis).
+
+Ranges, grids, seed lists, results CSVs, sweep backups and config fields:
+random and mutated input gives a result or one clear error (a `ValueError`
+of one line), never another exception, a hang or a changed input file.
+
+The example count is bounded and the examples are derived from each test's
+name (`derandomize`), so `make test` stays fast and gives the same verdict on
+every run; `HYPOTHESIS_PROFILE=thorough` draws 2,000 fresh examples a test.
+"""
+
+import io
+import json
+import math
+import os
+import string
+import zipfile
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from keras_nalu.experiment import ExperimentConfig, check_run_name
+from keras_nalu.sweeps import ReplicaRun, read_backup
+from keras_nalu.sweeps.runner import (
+    CONFIG_FIELDS,
+    RESULT_COLUMNS,
+    config_id,
+    grid_configs,
+    load_grid_file,
+    normalize_grid,
+    parse_grid,
+    parse_seeds,
+    read_results,
+    record_row,
+)
+from keras_nalu.sweeps.summary import REQUIRED_COLUMNS, load_results
+from keras_nalu.tasks import ArithmeticTask, Range
+
+settings.register_profile(
+    "default",
+    max_examples=50,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+settings.register_profile(
+    "thorough",
+    max_examples=2_000,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+def one_clear_error(call, *args, **kwargs):
+    """`call(...)`, or None if it raised a one-line, non-empty ValueError."""
+    try:
+        return call(*args, **kwargs)
+    except ValueError as error:
+        message = str(error)
+        assert message.strip(), f"an empty message from {call.__name__}"
+        assert "\n" not in message.strip(), f"a multi-line message: {message!r}"
+        return None
+
+
+def mutate(data: st.DataObject, content: bytes) -> bytes:
+    """`content` with a few random bytes replaced, inserted, deleted or cut."""
+    content = bytearray(content)
+    for _ in range(data.draw(st.integers(1, 4), label="edits")):
+        edit = data.draw(st.sampled_from(["replace", "insert", "delete", "cut"]))
+        where = data.draw(st.integers(0, max(len(content) - 1, 0)), label="where")
+        byte = data.draw(st.sampled_from(list(b',"\n\r\x00x0.-;[]') + [0xFF]))
+        if edit == "replace" and content:
+            content[where] = byte
+        elif edit == "insert":
+            content.insert(where, byte)
+        elif edit == "delete" and content:
+            del content[where]
+        elif edit == "cut":
+            del content[where:]
+    return bytes(content)
+
+
+# -- ranges ---------------------------------------------------------------------
+
+bounds = st.floats(-1e6, 1e6, allow_nan=False).map(lambda x: round(x, 3))
+
+
+@st.composite
+def ranges(draw):
+    """A valid range of 1 to 3 parts (disjoint, possibly touching)."""
+    points = sorted(draw(st.sets(bounds, min_size=2, max_size=6)))
+    pairs = list(zip(points[::2], points[1::2]))
+    keep = draw(st.lists(st.sampled_from(pairs), min_size=1, unique=True))
+    return Range(tuple(keep))
+
+
+RANGE_TEXT = st.text(alphabet="U[](),;-.0123456789 ∪u|+e", max_size=30)
+
+
+@given(st.one_of(RANGE_TEXT, st.text(max_size=30)))
+def test_any_text_is_a_range_or_one_clear_error(text):
+    parsed = one_clear_error(Range.parse, text, name="interpolation_range")
+    if parsed is not None:
+        assert Range.parse(str(parsed)) == parsed
+        assert all(lo < hi for lo, hi in parsed.parts)
+
+
+@given(ranges(), st.sampled_from(["str", "config", "semicolons", "brackets"]))
+def test_every_spelling_of_a_range_reads_back(value, spelling):
+    if spelling == "str":
+        text = str(value)
+    elif spelling == "config":
+        text = value.to_config()
+    elif spelling == "semicolons":
+        text = ";".join(f"{lo!r},{hi!r}" for lo, hi in value.parts)
+    else:
+        text = "u".join(f"[{lo!r},{hi!r}]" for lo, hi in value.parts)
+    assert Range.parse(text) == value
+
+
+@given(ranges(), ranges())
+def test_overlap_is_what_both_ranges_share(first, second):
+    shared = first.overlap(second)
+    assert shared == second.overlap(first)
+    assert first.overlap(first) == first.parts
+    for lo, hi in shared:
+        middle = np.array([(lo + hi) / 2])
+        assert first.contains(middle).all() and second.contains(middle).all()
+    # Outside the shared intervals, no point of positive width is in both.
+    edges = sorted({b for part in first.parts + second.parts for b in part})
+    for lo, hi in zip(edges, edges[1:]):
+        middle = np.array([(lo + hi) / 2])
+        in_both = first.contains(middle).all() and second.contains(middle).all()
+        assert in_both == any(a <= middle[0] <= b for a, b in shared)
+
+
+@given(st.data(), ranges())
+def test_a_mutated_range_is_a_range_or_one_clear_error(data, value):
+    text = mutate(data, str(value).encode()).decode("utf-8", errors="replace")
+    one_clear_error(Range.parse, text, name="extrapolation_range")
+
+
+# -- grids ----------------------------------------------------------------------
+
+FIELDS = [name for name in CONFIG_FIELDS if name != "seed"]
+grid_values = st.one_of(
+    st.sampled_from(["nmu", "nau", "mul", "none", "U[1,2]", "2", "1e-3", "true"]),
+    st.text(alphabet=string.ascii_letters + string.digits + "[],.:-", max_size=12),
+)
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.builds(
+                lambda keys, values: f"{':'.join(keys)}={','.join(values)}",
+                st.lists(st.sampled_from(FIELDS + ["seed", "colour"]), min_size=1),
+                st.lists(grid_values, min_size=1, max_size=3),
+            ),
+            st.text(max_size=20),
+        ),
+        max_size=4,
+    )
+)
+def test_grid_items_are_a_grid_or_one_clear_error(items):
+    grid = one_clear_error(parse_grid, items)
+    if grid is not None:
+        one_clear_error(grid_configs, grid)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.floats() | grid_values,
+    lambda children: st.lists(children, max_size=3),
+    max_leaves=6,
+)
+
+
+@given(st.dictionaries(st.sampled_from(FIELDS + ["seed", "x:y"]), json_values))
+def test_grid_objects_are_a_grid_or_one_clear_error(grid):
+    normalized = one_clear_error(normalize_grid, grid)
+    if normalized is not None:
+        one_clear_error(grid_configs, normalized)
+
+
+@given(st.one_of(st.binary(max_size=60), json_values.map(json.dumps).map(str.encode)))
+def test_grid_files_are_a_grid_or_one_clear_error(tmp_path, content):
+    path = tmp_path / "grid.json"
+    path.write_bytes(content)
+    one_clear_error(load_grid_file, path)
+    assert path.read_bytes() == content
+
+
+# -- seed lists -----------------------------------------------------------------
+
+
+@given(st.text(alphabet="0123456789-, x", max_size=20))
+def test_seed_text_is_distinct_seeds_or_one_clear_error(text):
+    seeds = one_clear_error(parse_seeds, text)
+    if seeds is not None:
+        assert seeds and len(set(seeds)) == len(seeds) and min(seeds) >= 0
+
+
+@given(st.lists(st.tuples(st.integers(0, 50), st.integers(0, 3)), min_size=1))
+def test_seed_ranges_read_back(pieces):
+    spec = ",".join(
+        f"{start}-{start + width}" if width else str(start) for start, width in pieces
+    )
+    expected = [
+        seed for start, width in pieces for seed in range(start, start + width + 1)
+    ]
+    assume(len(set(expected)) == len(expected))
+    assert parse_seeds(spec) == expected
+
+
+def test_a_huge_seed_range_is_refused_at_once():
+    with pytest.raises(ValueError, match="at most 1,000,000 seeds"):
+        parse_seeds("0-99999999999999")
+
+
+# -- config fields ----------------------------------------------------------------
+
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**6), 10**6),
+    st.floats(),
+    st.text(max_size=8),
+    st.sampled_from(["U[1,2]", "U[2,6]", "nmu", "sgd", "mul", "-1", "1e9"]),
+)
+
+
+@given(st.dictionaries(st.sampled_from(CONFIG_FIELDS), scalars, max_size=3))
+def test_config_fields_are_a_config_or_one_clear_error(fields):
+    config = one_clear_error(ExperimentConfig, **fields)
+    if config is not None:
+        assert check_run_name(config.name) == config.name
+        assert ExperimentConfig(**config.to_config()) == config
+
+
+TASK_FIELDS = [
+    "operation",
+    "input_size",
+    "subset_ratio",
+    "overlap_ratio",
+    "num_subsets",
+    "interpolation_range",
+    "extrapolation_range",
+    "batch_size",
+    "seed",
+]
+
+
+@given(st.dictionaries(st.sampled_from(TASK_FIELDS), scalars, max_size=3))
+def test_task_fields_are_a_task_or_one_clear_error(fields):
+    task = one_clear_error(ArithmeticTask, **fields)
+    if task is not None:
+        assert ArithmeticTask.from_config(task.to_config()) == task
+
+
+@given(st.text(max_size=12))
+def test_run_names_are_one_folder_or_one_clear_error(name):
+    if one_clear_error(check_run_name, name) is not None:
+        assert os.path.basename(name) == name and name not in ("", ".", "..")
+        assert ".." not in name
+
+
+# -- results CSVs -----------------------------------------------------------------
+
+
+@st.composite
+def results_tables(draw):
+    rows = draw(st.integers(1, 6))
+    success = draw(st.lists(st.booleans(), min_size=rows, max_size=rows))
+    return pd.DataFrame(
+        {
+            "model": draw(
+                st.lists(st.sampled_from(["nmu", "nau"]), min_size=rows, max_size=rows)
+            ),
+            "operation": ["mul"] * rows,
+            "seed": range(rows),
+            "success": success,
+            "solved_at": [
+                1000.0 * (i + 1) if ok else None for i, ok in enumerate(success)
+            ],
+            "sparsity_error": [0.01 * i for i in range(rows)],
+            "interpolation_mse": [1e-9] * rows,
+            "extrapolation_mse": [1e-8] * rows,
+            "iterations": [5000] * rows,
+        }
+    ).iloc[:rows]
+
+
+def complete_rows(content: bytes) -> int:
+    """The data rows of a results file that end with their line break."""
+    return max(content.count(b"\n") - 1, 0)
+
+
+@given(results_tables(), st.data())
+def test_a_cut_results_file_never_counts_a_partial_row(tmp_path, table, data):
+    path = tmp_path / "results.csv"
+    table.to_csv(path, index=False)
+    content = path.read_bytes()
+    cut = content[: data.draw(st.integers(0, len(content)), label="cut at")]
+    path.write_bytes(cut)
+    loaded = one_clear_error(load_results, path)
+    assert path.read_bytes() == cut
+    if loaded is not None:
+        assert len(loaded) == complete_rows(cut)
+        pd.testing.assert_frame_equal(
+            loaded[list(REQUIRED_COLUMNS)].reset_index(drop=True),
+            load_results_of(table).head(len(loaded)),
+            check_dtype=False,
+        )
+
+
+def load_results_of(table: pd.DataFrame) -> pd.DataFrame:
+    buffer = io.StringIO()
+    table.to_csv(buffer, index=False)
+    frame = pd.read_csv(io.StringIO(buffer.getvalue()))
+    frame["solved_at"] = frame["solved_at"].astype(float)
+    return frame[list(REQUIRED_COLUMNS)]
+
+
+@given(results_tables(), st.data())
+def test_a_mutated_results_file_is_read_or_one_clear_error(tmp_path, table, data):
+    path = tmp_path / "results.csv"
+    table.to_csv(path, index=False)
+    content = mutate(data, path.read_bytes())
+    path.write_bytes(content)
+    loaded = one_clear_error(load_results, path)
+    assert path.read_bytes() == content
+    if loaded is not None:
+        assert len(loaded) <= content.count(b"\n") + content.count(b"\r")
+        assert loaded["success"].dtype == bool
+
+
+@given(st.binary(max_size=200))
+def test_random_bytes_are_no_results_file(tmp_path, content):
+    path = tmp_path / "results.csv"
+    path.write_bytes(content)
+    one_clear_error(load_results, path)
+    one_clear_error(read_results, path)
+    assert path.read_bytes() == content
+
+
+@pytest.fixture(scope="module")
+def sweep_file_content():
+    """A sweep results file of three runs, written as a sweep writes it."""
+    config = ExperimentConfig(model="nau", input_size=10, iterations=100)
+    rows = []
+    for seed in range(3):
+        record = {
+            "config": {**config.to_config(), "seed": seed},
+            "success": seed != 1,
+            "solved_at": 100 if seed != 1 else None,
+            "best_step": 100,
+            "interpolation_mse": 1e-9,
+            "extrapolation_mse": 1e-8,
+            "sparsity_error": 0.01,
+            "diverged": False,
+            "threshold": 1e-5,
+            "evaluations": 2,
+            "iterations": 100,
+            "wall_time": 1.5,
+            "iterations_per_second": 66.7,
+            "replicas": 3,
+            "subsets": [[0, 2], [1, 3]],
+        }
+        rows.append(record_row(record))
+    buffer = io.StringIO()
+    pd.DataFrame(rows, columns=list(RESULT_COLUMNS)).to_csv(buffer, index=False)
+    assert {row["config_id"] for row in rows} == {config_id(config)}
+    return buffer.getvalue().encode()
+
+
+@given(st.data())
+def test_a_mutated_sweep_file_is_read_or_refused_untouched(
+    tmp_path, sweep_file_content, data
+):
+    path = tmp_path / "results.csv"
+    content = mutate(data, sweep_file_content)
+    path.write_bytes(content)
+    table = one_clear_error(read_results, path)
+    assert path.read_bytes() == content
+    if table is not None:
+        assert not table.duplicated(["config_id", "seed"]).any()
+        assert len(table) <= 3 + content.count(b"\n")
+
+
+# -- sweep backups ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def backup(tmp_path_factory):
+    """A real backup of a trained two-seed chunk, and a fresh run to restore."""
+    config = ExperimentConfig(model="nau", input_size=10, iterations=100, eval_every=50)
+    run = ReplicaRun(config, seeds=[0, 1])
+    run.train(progress=False)
+    path = tmp_path_factory.mktemp("backup") / "chunk.npz"
+    run.save_backup(path)
+    return ReplicaRun(config, seeds=[0, 1]), path.read_bytes()
+
+
+def restored_or_refused(run, path):
+    """`restore_backup`, which must leave the run where it was when it refuses."""
+    before = run.step, run.wall_time
+    if one_clear_error(run.restore_backup, path) is None:
+        assert (run.step, run.wall_time) == before
+
+
+# read_backup and ReplicaRun.restore_backup live in keras_nalu/sweeps/replicas.py,
+# owned by another branch. They let some damage through as other exceptions
+# (an empty file: EOFError; a flipped zip version byte: NotImplementedError; a
+# damaged .npy header: tokenize.TokenError; a state without "step" or with
+# "evaluations": null: KeyError, TypeError), and restore_backup assigns the
+# variables before it reads "step" and "wall_time", so a damaged state leaves
+# the run half restored. These tests pin that down; drop each mark with the fix.
+REPLICAS_BUG = pytest.mark.xfail(
+    strict=True,
+    reason="read_backup/restore_backup raise other errors than ValueError on "
+    "some damaged backups (keras_nalu/sweeps/replicas.py)",
+)
+
+
+@REPLICAS_BUG
+def test_an_empty_backup_is_one_clear_error(tmp_path, backup):
+    run, _ = backup
+    path = tmp_path / "chunk.npz"
+    path.write_bytes(b"")
+    assert one_clear_error(read_backup, path) is None
+    restored_or_refused(run, path)
+
+
+@REPLICAS_BUG
+@pytest.mark.parametrize("key", ["step", "evaluations"])
+def test_a_backup_state_without_a_key_is_one_clear_error(tmp_path, backup, key):
+    run, content = backup
+    path = tmp_path / "chunk.npz"
+    path.write_bytes(with_state(content, lambda state: state.update({key: None})))
+    assert one_clear_error(read_backup, path) is None
+    restored_or_refused(run, path)
+
+
+@REPLICAS_BUG
+@settings(max_examples=25)
+@given(st.data())
+def test_a_mutated_backup_is_read_or_one_clear_error(tmp_path, backup, data):
+    run, content = backup
+    path = tmp_path / "chunk.npz"
+    mutated = mutate(data, content)
+    path.write_bytes(mutated)
+    records = one_clear_error(read_backup, path)
+    if records is not None:
+        assert [record["seed"] for record in records] == [0, 1]
+    restored_or_refused(run, path)
+    assert path.read_bytes() == mutated
+
+
+def with_state(content: bytes, change) -> bytes:
+    """The backup `content` with its JSON state changed by `change(state)`."""
+    with np.load(io.BytesIO(content), allow_pickle=False) as data:
+        arrays = {name: data[name] for name in data.files}
+    state = json.loads(str(arrays["state"]))
+    change(state)
+    arrays["state"] = np.array(json.dumps(state))
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return buffer.getvalue()
+
+
+STATE_KEYS = ["format", "config", "seeds", "step", "evaluations", "loss_diverged"]
+STATE_KEYS += ["iterations", "active", "wall_time"]
+state_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.floats() | st.text(max_size=4),
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(st.text(max_size=3), children, max_size=2)
+    ),
+    max_leaves=8,
+)
+
+
+@REPLICAS_BUG
+@settings(max_examples=25)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(STATE_KEYS), st.one_of(st.just(None), state_values)),
+        min_size=1,
+        max_size=3,
+    )
+)
+def test_a_backup_with_a_damaged_state_is_read_or_one_clear_error(
+    tmp_path, backup, changes
+):
+    run, content = backup
+
+    def change(state):
+        for key, value in changes:
+            if value is None:
+                state.pop(key, None)
+            else:
+                state[key] = value
+
+    path = tmp_path / "chunk.npz"
+    damaged = with_state(content, change)
+    path.write_bytes(damaged)
+    one_clear_error(read_backup, path)
+    restored_or_refused(run, path)
+    assert path.read_bytes() == damaged
+
+
+def test_the_backup_fixture_is_a_readable_backup(tmp_path, backup):
+    run, content = backup
+    path = tmp_path / "chunk.npz"
+    path.write_bytes(content)
+    assert [record["step"] for record in read_backup(path)] == [100, 100]
+    assert zipfile.is_zipfile(path)
+    assert run.restore_backup(path) and run.step == 100
+    assert not math.isnan(read_backup(path)[0]["interpolation_mse"])
