@@ -22,10 +22,26 @@ $(STAMP): pyproject.toml setup.py
 train: $(STAMP)
 	$(BIN)/keras-nalu train
 
+# The core (units, regularizers, constraints, initializers, callbacks, .keras
+# files, explain) again on Keras' other backends: JAX (a test dependency),
+# PyTorch where installed. tests/test_backend_parity.py and
+# tests/test_without_tensorflow.py run JAX in a subprocess from the first run.
+CORE_TESTS := tests/layers tests/test_callbacks.py tests/test_constraints.py \
+	tests/test_effective_weights.py tests/test_explain.py tests/test_export.py \
+	tests/test_initializers.py tests/test_learning.py tests/test_ops.py \
+	tests/test_regularizers.py tests/test_reinitialization.py \
+	tests/test_serialization.py
+
 test: $(STAMP)
 	$(BIN)/ruff check keras_nalu tests examples benchmarks docs
 	$(BIN)/mkdocs build --strict --quiet
-	$(BIN)/python -m pytest -n 2 --durations=15 -q
+	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -n 2 --durations=15 -q
+	KERAS_BACKEND=jax $(BIN)/python -m pytest -n 2 -q $(CORE_TESTS)
+	@if $(BIN)/python -c "import torch" 2>/dev/null; then \
+		KERAS_BACKEND=torch $(BIN)/python -m pytest -n 2 -q $(CORE_TESTS); \
+	else \
+		echo "PyTorch is not installed: core tests on KERAS_BACKEND=torch skipped."; \
+	fi
 	$(MAKE) wheel-check
 
 # The docs site (docs/, mkdocs.yml) into site/; --strict fails on a broken link.

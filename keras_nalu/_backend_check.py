@@ -6,10 +6,10 @@ first and says what to do; the `keras-nalu` command prints that line and
 exits with status 2.
 """
 
-import importlib.util
 import os
 import sys
 
+from keras_nalu._optional import installed
 from keras_nalu._startup import _running_cli
 
 #: Keras 3's backends and the library each needs.
@@ -20,15 +20,6 @@ BACKEND_LIBRARIES = {
     "numpy": "numpy",
     "openvino": "openvino",
 }
-
-
-def _installed(module: str) -> bool:
-    if module in sys.modules:
-        return sys.modules[module] is not None
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 def backend_problem() -> str | None:
@@ -43,7 +34,7 @@ def backend_problem() -> str | None:
             "tensorflow)."
         )
     module = BACKEND_LIBRARIES[name]
-    if not _installed(module):
+    if not installed(module):
         return (
             f"KERAS_BACKEND={name} needs {module}, which is not installed: "
             f"pip install {module}"

@@ -5,11 +5,37 @@ features) before its logging is configured, so TF_CPP_MIN_LOG_LEVEL does not
 hide them. They bury the `keras-nalu` CLI's one-line messages. This module
 imports TensorFlow and starts its runtime with stderr silenced when the
 `keras-nalu` command runs or when the user set TF_CPP_MIN_LOG_LEVEL >= 1 (and
-not KERAS_NALU_TF_LOGS=1). Errors are raised, and printed, as usual.
+not KERAS_NALU_TF_LOGS=1), and only when Keras will run on TensorFlow and
+TensorFlow is installed: `import keras_nalu` never needs it. Errors are
+raised, and printed, as usual.
 """
 
+import json
 import os
 import sys
+
+from keras_nalu._optional import installed
+
+
+def keras_backend() -> str:
+    """The backend Keras runs on, or will load, without importing Keras.
+
+    Keras' own rule: KERAS_BACKEND, else "backend" in $KERAS_HOME/keras.json
+    (default ~/.keras/keras.json), else TensorFlow.
+    """
+    keras = sys.modules.get("keras")
+    if keras is not None and hasattr(keras, "backend"):
+        return keras.backend.backend()
+    if os.environ.get("KERAS_BACKEND"):
+        return os.environ["KERAS_BACKEND"]
+    home = os.environ.get("KERAS_HOME") or os.path.join(
+        os.path.expanduser("~"), ".keras"
+    )
+    try:
+        with open(os.path.join(home, "keras.json")) as file:
+            return str(json.load(file).get("backend", "tensorflow"))
+    except (OSError, ValueError, AttributeError):
+        return "tensorflow"
 
 
 def _running_cli() -> bool:
@@ -25,9 +51,11 @@ def _wanted() -> bool:
         return False
     if _running_cli():
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        return True
-    level = os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0")
-    return level.isdigit() and int(level) >= 1
+        asked = True
+    else:
+        level = os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0")
+        asked = level.isdigit() and int(level) >= 1
+    return asked and keras_backend() == "tensorflow" and installed("tensorflow")
 
 
 def quiet_tensorflow_startup() -> None:

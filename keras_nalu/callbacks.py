@@ -9,6 +9,7 @@ from keras_nalu._api import export
 from keras_nalu._validation import check_non_negative, check_positive_int
 from keras_nalu.regularizers import (
     ScheduledRegularizer,
+    held_scheduled_regularizers,
     schedule_factor,
     validate_schedule,
 )
@@ -36,11 +37,8 @@ def find_scheduled_regularizers(model) -> list[ScheduledRegularizer]:
     """All `ScheduledRegularizer`s the model's layers and weights hold."""
     found = {}
     for layer in iter_layers(model):
-        candidates = list(vars(layer).values())
-        candidates += [getattr(w, "regularizer", None) for w in layer.weights]
-        for candidate in candidates:
-            if isinstance(candidate, ScheduledRegularizer):
-                found[id(candidate)] = candidate
+        for regularizer in held_scheduled_regularizers(layer, layer.weights):
+            found[id(regularizer)] = regularizer
     return list(found.values())
 
 
@@ -60,7 +58,9 @@ class RegularizationSchedule(keras.callbacks.Callback):
     model continues its schedule and `steps_per_execution > 1` stays exact
     at every execution boundary. The strength in force is written into `logs`
     (key `sparsity_strength` for `Sparsity`), where the progress bar, History
-    and a TensorBoard callback listed after this one see it.
+    and a TensorBoard callback listed after this one see it. On the JAX
+    backend it schedules the regularizers of keras_nalu units (they list the
+    strength among their variables) and warns about any other.
 
     Args:
         strength: λ to impose on every regularizer, or None for their own.
@@ -124,7 +124,29 @@ class RegularizationSchedule(keras.callbacks.Callback):
                 "nothing.",
                 stacklevel=2,
             )
+        self._warn_if_frozen()
         self._update()
+
+    def _warn_if_frozen(self):
+        # Keras' JAX trainer compiles the train step with the model's
+        # variables as arguments; any other variable is read once, at trace
+        # time. keras_nalu units list their regularizers' strengths among
+        # their variables (ArithmeticLayer.variables); other layers do not.
+        if keras.backend.backend() != "jax":
+            return
+        state = {id(variable) for variable in self.model.variables}
+        frozen = [r for r in self._regularizers if id(r.current_strength) not in state]
+        if frozen:
+            warnings.warn(
+                f"RegularizationSchedule cannot change {len(frozen)} scheduled "
+                "regularizer(s) of this model under the JAX backend: "
+                f"{sorted({type(r).__name__ for r in frozen})} held by a layer "
+                "that is not a keras_nalu unit (e.g. a Dense kernel_regularizer), "
+                "so the compiled train step keeps the strength it had when "
+                "traced. Put them on keras_nalu units, or use the TensorFlow "
+                "backend.",
+                stacklevel=2,
+            )
 
     def on_train_batch_begin(self, batch, logs=None):
         self._update()
@@ -386,7 +408,8 @@ def reset_optimizer_slots(optimizer, variables) -> None:
     """Sets the optimizer's state of `variables` to zero (see `optimizer_slots`)."""
     for variable in variables:
         for slot in optimizer_slots(optimizer, variable):
-            slot.assign(keras.ops.zeros_like(slot))
+            # zeros_like(slot) fails on a JAX variable; zeros of its shape do not.
+            slot.assign(keras.ops.zeros(slot.shape, dtype=slot.dtype))
 
 
 def loss_stalled(losses, loss_threshold: float) -> bool:

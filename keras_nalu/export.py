@@ -14,6 +14,8 @@ from pathlib import Path
 import keras
 import numpy as np
 
+from keras_nalu._optional import require
+
 MANIFEST = "manifest.json"
 
 MIN_FREE_BYTES = 16 * 2**20
@@ -120,7 +122,9 @@ def export_saved_model(
     prediction; loading it needs TensorFlow only, not keras_nalu. The
     signature states the input width, and the served function checks it: an
     input of another width fails with "serving_default expects inputs of
-    shape (batch, input_size)", not inside a MatMul.
+    shape (batch, input_size)", not inside a MatMul. Writing it needs
+    TensorFlow too, on the JAX backend as well (Keras converts the model
+    with jax2tf).
 
     Args:
         model: a built Keras model.
@@ -131,6 +135,9 @@ def export_saved_model(
 
     Returns:
         The version folder.
+
+    Raises:
+        ImportError: TensorFlow is not installed (one line saying so).
 
     Example:
 
@@ -179,8 +186,16 @@ def _export_checked(model: keras.Model, path: Path) -> None:
     """
     shape = model.inputs[0].shape if len(model.inputs) == 1 else ()
     width = shape[-1] if len(shape) == 2 else None
-    if keras.backend.backend() != "tensorflow" or width is None:
-        model.export(str(path), format="tf_saved_model", verbose=False)
+    backend = keras.backend.backend()
+    if backend != "tensorflow":
+        require("tensorflow", "SavedModel export")
+    if backend != "tensorflow" or width is None:
+        options = {}
+        if backend == "jax":
+            # Serving needs no gradients, and jax2tf cannot trace those of a
+            # product (NMU) over a batch of unknown size.
+            options["jax2tf_kwargs"] = {"with_gradient": False}
+        model.export(str(path), format="tf_saved_model", verbose=False, **options)
         return
     import tensorflow as tf
 

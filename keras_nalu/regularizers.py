@@ -4,6 +4,10 @@ A Keras regularizer is usually a Python float times a penalty. A float is baked
 into the traced training graph, so a schedule that changes it later is silently
 ignored. Here the strength lives in a non-trainable `keras.Variable`, which the
 `RegularizationSchedule` callback assigns from the optimizer's step counter.
+The units list it among their variables (not their weights), so a train step
+compiled with the model's variables as arguments (Keras' JAX trainer) reads
+it too; a regularizer on a layer that is not a keras_nalu unit is scheduled
+on TensorFlow only.
 """
 
 import math
@@ -12,6 +16,7 @@ import numbers
 import keras
 from keras import ops
 
+from keras_nalu import _ops
 from keras_nalu._api import export
 from keras_nalu._validation import (
     check_choice,
@@ -119,6 +124,28 @@ class ScheduledRegularizer(keras.regularizers.Regularizer):
         }
 
 
+def held_scheduled_regularizers(layer, weights=None) -> list[ScheduledRegularizer]:
+    """The `ScheduledRegularizer`s `layer` keeps as attributes or on `weights`.
+
+    Args:
+        layer: any Keras layer (or model).
+        weights: the variables whose `regularizer` to include; default the
+            layer's own (not its sublayers').
+
+    Returns:
+        Each regularizer once, in the order found.
+    """
+    if weights is None:
+        weights = layer._trainable_variables + layer._non_trainable_variables
+    candidates = list(vars(layer).values())
+    candidates += [getattr(weight, "regularizer", None) for weight in weights]
+    found = {}
+    for candidate in candidates:
+        if isinstance(candidate, ScheduledRegularizer):
+            found.setdefault(id(candidate), candidate)
+    return list(found.values())
+
+
 @export
 class Sparsity(ScheduledRegularizer):
     """Pulls each weight towards the nearest of {-1, 0, 1} (or {0, 1}).
@@ -166,11 +193,11 @@ class Sparsity(ScheduledRegularizer):
         super().__init__(strength=strength, start=start, end=end, mode=mode)
 
     def penalty(self, w):
-        magnitude = ops.abs(w)
+        magnitude = _ops.absolute(w)
         # Distance from the upper discrete value: 1 for |W| (signed) or W.
         upper = 1.0 - (magnitude if self.domain == "signed" else w)
         if self.shape == "linear":
-            return ops.mean(ops.minimum(magnitude, ops.abs(upper)))
+            return ops.mean(_ops.minimum(magnitude, _ops.absolute(upper)))
         return ops.mean(ops.square(w) * ops.square(upper))
 
     def get_config(self):
@@ -258,7 +285,7 @@ class L1(ScheduledRegularizer):
     log_name = "l1_strength"
 
     def penalty(self, w):
-        return ops.mean(ops.abs(w))
+        return ops.mean(_ops.absolute(w))
 
 
 @export
@@ -349,7 +376,7 @@ class Saturation(ScheduledRegularizer):
         self.assign_strength(self.strength_at(step))
 
     def penalty(self, w):
-        return ops.mean(ops.relu(self.threshold - ops.abs(w)))
+        return ops.mean(ops.relu(self.threshold - _ops.absolute(w)))
 
     def get_config(self):
         return {
@@ -449,7 +476,7 @@ class ZRegularizer(ScheduledRegularizer):
         if self.identity == "multiplicative":
             terms = (1.0 - kernel) * ops.square(1.0 - mean)
         else:
-            terms = (1.0 - ops.abs(kernel)) * ops.square(mean)
+            terms = (1.0 - _ops.absolute(kernel)) * ops.square(mean)
         return ops.mean(terms)
 
     def __call__(self, inputs, kernel):

@@ -7,6 +7,7 @@ import pytest
 from keras_nalu.callbacks import RegularizationSchedule, find_scheduled_regularizers
 from keras_nalu.layers import NAU, NMU
 from keras_nalu.regularizers import OutOfBounds, Sparsity, schedule_factor
+from tests.backend import BACKEND, to_numpy
 
 
 def nau_nmu_model(nau_regularizer="sparsity", nmu_regularizer="sparsity"):
@@ -22,7 +23,7 @@ def nau_nmu_model(nau_regularizer="sparsity", nmu_regularizer="sparsity"):
 def sparsity_penalties(model):
     """Σ of the NAU's and NMU's sparsity penalties at strength 1, in NumPy."""
     nau, nmu = (
-        np.abs(layer.kernel.numpy().astype("float64")) for layer in model.layers
+        np.abs(to_numpy(layer.kernel).astype("float64")) for layer in model.layers
     )
     return np.mean(np.minimum(nau, 1 - nau)) + np.mean(np.minimum(nmu, 1 - nmu))
 
@@ -55,7 +56,7 @@ def test_training_loss_follows_the_schedule(jit_compile, steps_per_execution):
     assert penalty > 0.05
     schedule = RegularizationSchedule(STRENGTH, START, END)
     history = model.fit(x, y, batch_size=1, epochs=4, callbacks=[schedule], verbose=0)
-    assert int(model.optimizer.iterations.numpy()) == 40
+    assert int(to_numpy(model.optimizer.iterations)) == 40
     # The callback updates λ before each execution of `steps_per_execution`
     # steps; step t trains with λ at the start of its execution.
     in_force = [
@@ -73,7 +74,9 @@ def test_training_loss_follows_the_schedule(jit_compile, steps_per_execution):
     )
     # ... and after fit every regularizer holds λ(optimizer.iterations).
     for regularizer in find_scheduled_regularizers(model):
-        assert float(regularizer.current_strength.numpy()) == pytest.approx(imposed(40))
+        assert float(to_numpy(regularizer.current_strength)) == pytest.approx(
+            imposed(40)
+        )
     assert imposed(40) == pytest.approx(1.5)
 
 
@@ -88,7 +91,7 @@ def test_without_the_callback_the_scheduled_strength_stays_at_step_0():
     history = model.fit(x, np.ones((60, 1)), batch_size=1, epochs=1, verbose=0)
     assert "sparsity_strength" not in history.history
     for regularizer in find_scheduled_regularizers(model):
-        assert float(regularizer.current_strength.numpy()) == 0.0
+        assert float(to_numpy(regularizer.current_strength)) == 0.0
 
 
 def test_each_regularizer_follows_its_own_schedule_by_default():
@@ -105,8 +108,8 @@ def test_each_regularizer_follows_its_own_schedule_by_default():
         callbacks=[RegularizationSchedule()],
         verbose=0,
     )
-    assert float(nau_reg.current_strength.numpy()) == pytest.approx(16 / 20)
-    assert float(nmu_reg.current_strength.numpy()) == pytest.approx(
+    assert float(to_numpy(nau_reg.current_strength)) == pytest.approx(16 / 20)
+    assert float(to_numpy(nmu_reg.current_strength)) == pytest.approx(
         nmu_reg.strength_at(16)
     )
     # The log shows the larger of the two in force during the last step.
@@ -123,10 +126,10 @@ def test_one_strength_imposed_on_every_regularizer():
     assert len(found) == 2
     constant = RegularizationSchedule(3.0)
     model.fit(x, x[:, :1], epochs=1, batch_size=8, callbacks=[constant], verbose=0)
-    assert [float(r.current_strength.numpy()) for r in found] == [3.0, 3.0]
+    assert [float(to_numpy(r.current_strength)) for r in found] == [3.0, 3.0]
     ramp = RegularizationSchedule(4.0, start=0, end=12, mode="linear")
     model.fit(x, x[:, :1], epochs=5, batch_size=8, callbacks=[ramp], verbose=0)
-    assert [float(r.current_strength.numpy()) for r in found] == [2.0, 2.0]
+    assert [float(to_numpy(r.current_strength)) for r in found] == [2.0, 2.0]
 
 
 class Holder(keras.Model):
@@ -162,7 +165,7 @@ def test_finds_regularizers_in_nested_models():
         verbose=0,
         callbacks=[RegularizationSchedule(5.0, start=0, end=8)],
     )
-    assert [float(r.current_strength.numpy()) for r in found] == [2.5] * 3
+    assert [float(to_numpy(r.current_strength)) for r in found] == [2.5] * 3
     # Two steps per epoch: the last ones start at steps 1 and 3.
     assert history.history["sparsity_strength"] == [0.625, 1.875]
     assert history.history["out_of_bounds_strength"] == [0.625, 1.875]
@@ -181,7 +184,7 @@ def test_finds_regularizers_in_a_reloaded_keras_model(tmp_path):
     found = find_scheduled_regularizers(loaded)
     assert sorted(r.strength for r in found) == [1.0, 2.0]
     assert all(r not in find_scheduled_regularizers(model) for r in found)
-    assert int(loaded.optimizer.iterations.numpy()) == 30
+    assert int(to_numpy(loaded.optimizer.iterations)) == 30
     history = loaded.fit(
         x,
         x[:, :1],
@@ -193,8 +196,8 @@ def test_finds_regularizers_in_a_reloaded_keras_model(tmp_path):
     # The schedule resumes from the restored step counter, not from 0.
     assert history.history["sparsity_strength"] == pytest.approx([2 * 39 / 100, 0.98])
     by_strength = {r.strength: r for r in found}
-    assert float(by_strength[1.0].current_strength.numpy()) == pytest.approx(0.5)
-    assert float(by_strength[2.0].current_strength.numpy()) == pytest.approx(1.0)
+    assert float(to_numpy(by_strength[1.0].current_strength)) == pytest.approx(0.5)
+    assert float(to_numpy(by_strength[2.0].current_strength)) == pytest.approx(1.0)
 
 
 def test_warns_when_there_is_nothing_to_schedule():
@@ -230,3 +233,19 @@ def test_get_config():
 def test_invalid_arguments_raise(kwargs, match):
     with pytest.raises(ValueError, match=match):
         RegularizationSchedule(**kwargs)
+
+
+def test_warns_on_jax_about_a_regularizer_outside_the_units(recwarn):
+    # A Dense layer does not list its regularizer's strength among its
+    # variables: Keras' JAX trainer compiles it as a constant.
+    model = keras.Sequential(
+        [
+            keras.Input((2,)),
+            keras.layers.Dense(1, kernel_regularizer=Sparsity(1.0, start=0, end=4)),
+        ]
+    )
+    model.compile("sgd", "mse")
+    x = np.ones((4, 2), "float32")
+    model.fit(x, x[:, :1], verbose=0, callbacks=[RegularizationSchedule()])
+    warned = [w for w in recwarn if "cannot change 1 scheduled" in str(w.message)]
+    assert len(warned) == (1 if BACKEND == "jax" else 0)

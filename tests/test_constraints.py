@@ -7,6 +7,7 @@ import pytest
 from keras_nalu import constraints
 from keras_nalu.constraints import Clip
 from keras_nalu.layers import NAU, NMU
+from tests.backend import to_numpy
 
 
 @pytest.mark.parametrize("low, high", [(-1.0, 1.0), (0.0, 1.0), (0.5, 0.5)])
@@ -50,7 +51,7 @@ def test_keras_applies_it_after_each_optimizer_step():
     x = np.random.default_rng(1).normal(size=(32, 4)).astype("float32")
     y = 100.0 * np.random.default_rng(2).normal(size=(32, 3)).astype("float32")
     model.fit(x, y, batch_size=32, epochs=2, verbose=0)
-    kernel = dense.kernel.numpy()
+    kernel = to_numpy(dense.kernel)
     assert kernel.min() == -0.25 and kernel.max() == 0.75
 
 

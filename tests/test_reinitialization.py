@@ -13,6 +13,7 @@ from keras_nalu.callbacks import (
 )
 from keras_nalu.initializers import NAUUniform
 from keras_nalu.layers import NAU, NMU, iNALU
+from tests.backend import to_numpy
 
 STALLED = [5.0, 5.2, 4.9, 5.1, 5.0, 4.8, 5.1, 5.0, 4.9, 5.0]
 FALLING = [100.0, 80.0, 60.0, 45.0, 35.0, 25.0, 18.0, 12.0, 8.0, 5.0]
@@ -43,7 +44,7 @@ def _trained_model(optimizer="adam", steps=3, layers=None):
 
 def _slots(model):
     return [
-        slot.numpy().copy()
+        to_numpy(slot).copy()
         for variable in model.trainable_weights
         for slot in optimizer_slots(model.optimizer, variable)
     ]
@@ -61,31 +62,31 @@ def _drive(callback, model, losses, monitor="loss"):
 
 def test_fires_on_a_stalled_loss_redraws_weights_and_zeroes_adam_slots():
     model = _trained_model()
-    before = [w.numpy().copy() for w in model.trainable_weights]
+    before = [to_numpy(w).copy() for w in model.trainable_weights]
     slots = _slots(model)
     assert len(slots) == 2 * len(before) and all(np.any(s != 0) for s in slots)
     callback = Reinitialization(every=10, seed=0)
     logs = _drive(callback, model, STALLED)
     assert callback.reinitializations == 1 and logs["reinitializations"] == 1
     assert callback.history == []
-    after = [w.numpy() for w in model.trainable_weights]
+    after = [to_numpy(w) for w in model.trainable_weights]
     assert all(not np.allclose(b, a) for b, a in zip(before, after))
     nau, nmu = model.layers
-    assert np.abs(nau.kernel.numpy()).max() <= 0.5  # NAU's own initializer
-    assert 0.25 <= nmu.kernel.numpy().min() and nmu.kernel.numpy().max() <= 0.75
+    assert np.abs(to_numpy(nau.kernel)).max() <= 0.5  # NAU's own initializer
+    assert 0.25 <= to_numpy(nmu.kernel).min() and to_numpy(nmu.kernel).max() <= 0.75
     assert all(np.all(s == 0) for s in _slots(model))
 
 
 def test_does_not_fire_on_a_falling_loss_or_between_checks():
     model = _trained_model()
-    before = [w.numpy().copy() for w in model.trainable_weights]
+    before = [to_numpy(w).copy() for w in model.trainable_weights]
     slots = _slots(model)
     callback = Reinitialization(every=10)
     _drive(callback, model, FALLING)
     _drive(callback, model, STALLED[:9])  # stalled, but not yet at a check
     assert callback.reinitializations == 0
     for b, a in zip(before, model.trainable_weights):
-        np.testing.assert_array_equal(b, a.numpy())
+        np.testing.assert_array_equal(b, to_numpy(a))
     for s, t in zip(slots, _slots(model)):
         np.testing.assert_array_equal(s, t)
 
@@ -93,14 +94,14 @@ def test_does_not_fire_on_a_falling_loss_or_between_checks():
 def test_seeded_initializers_still_draw_new_weights():
     layer = NAU(3, kernel_initializer=NAUUniform(seed=5), name="hidden")
     model = _trained_model(layers=[layer])
-    first = layer.kernel.numpy().copy()
+    first = to_numpy(layer.kernel).copy()
     callback = Reinitialization(every=2)
     callback.set_model(model)
     callback.reinitialize()
-    second = layer.kernel.numpy().copy()
+    second = to_numpy(layer.kernel).copy()
     callback.reinitialize()
     assert not np.allclose(first, second)
-    assert not np.allclose(second, layer.kernel.numpy())
+    assert not np.allclose(second, to_numpy(layer.kernel))
 
 
 @pytest.mark.parametrize(
@@ -129,14 +130,14 @@ def test_unsupported_optimizer_is_named():
 def test_layers_and_initializer_arguments():
     model = _trained_model()
     nau, nmu = model.layers
-    nmu_before = nmu.kernel.numpy().copy()
+    nmu_before = to_numpy(nmu.kernel).copy()
     callback = Reinitialization(
         layers=["hidden"], initializer=keras.initializers.Constant(0.25)
     )
     callback.set_model(model)
     callback.reinitialize()
-    np.testing.assert_array_equal(nau.kernel.numpy(), 0.25)
-    np.testing.assert_array_equal(nmu.kernel.numpy(), nmu_before)
+    np.testing.assert_array_equal(to_numpy(nau.kernel), 0.25)
+    np.testing.assert_array_equal(to_numpy(nmu.kernel), nmu_before)
     bad = Reinitialization(layers=["missing"])
     bad.set_model(model)
     with pytest.raises(ValueError, match="missing"):
@@ -151,8 +152,8 @@ def test_keras_dense_layers_use_their_initializer_attributes():
     callback = Reinitialization()
     callback.set_model(model)
     callback.reinitialize()
-    np.testing.assert_array_equal(dense.kernel.numpy(), 1.0)
-    np.testing.assert_array_equal(dense.bias.numpy(), 0.0)
+    np.testing.assert_array_equal(to_numpy(dense.kernel), 1.0)
+    np.testing.assert_array_equal(to_numpy(dense.bias), 0.0)
 
 
 def test_switches_loss_gated_regularizers_off():
@@ -163,7 +164,7 @@ def test_switches_loss_gated_regularizers_off():
     callback.set_model(model)
     callback.reinitialize()
     assert not regularizer.enabled
-    assert float(regularizer.current_strength.numpy()) == 0.0
+    assert float(to_numpy(regularizer.current_strength)) == 0.0
 
 
 def test_fires_inside_fit_and_the_traced_step_sees_the_new_weights():

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_nalu import _ops
 from keras_nalu import constraints as nalu_constraints
 from keras_nalu import initializers as nalu_initializers
 from keras_nalu import regularizers as nalu_regularizers
@@ -114,6 +115,37 @@ class ArithmeticLayer(keras.layers.Layer):
             autocast=False,
         )
 
+    def scheduled_regularizers(self) -> list:
+        """The `ScheduledRegularizer`s this layer holds (not its sublayers').
+
+        Those of its own weights and those it keeps as attributes (e.g. an
+        R_z it calls itself), each once.
+        """
+        return nalu_regularizers.held_scheduled_regularizers(self)
+
+    @property
+    def variables(self):
+        """The layer's state: its weights, and the strength of each schedule.
+
+        A `ScheduledRegularizer` keeps its strength λ in a variable that
+        `RegularizationSchedule` assigns between steps. It is state the train
+        step reads, like a `SeedGenerator`'s, but not a weight: it is left out
+        of `weights`, `get_weights()` and `.keras` files (the schedule derives
+        it again from `optimizer.iterations`), and listed here, so that it is
+        in `non_trainable_variables` — the state a backend's compiled train
+        step takes as an argument rather than as a constant frozen at trace
+        time (Keras' JAX trainer). A regularizer shared by several layers
+        gives one variable in `model.variables`.
+        """
+        variables = super().variables
+        seen = {id(variable) for variable in variables}
+        for regularizer in self.scheduled_regularizers():
+            strength = regularizer.current_strength
+            if id(strength) not in seen:
+                seen.add(id(strength))
+                variables.append(strength)
+        return variables
+
     def get_config(self):
         return {**super().get_config(), "units": self.units}
 
@@ -132,37 +164,15 @@ def resolve_constraint(identifier, min_value: float, max_value: float):
     return keras.constraints.get(identifier)
 
 
-def clip(x, min_value, max_value):
-    """`ops.clip` whose gradient is 1 on the closed interval, on every backend.
-
-    Backends disagree at the bounds: TensorFlow (and PyTorch's `clamp`, which
-    the papers' code uses) pass the whole gradient at `x == bound`, JAX
-    passes half. A weight that the constraint has just clamped sits exactly
-    at a bound, so the difference changes how the NAU/NMU train; this clip
-    passes the gradient inside [min_value, max_value], bounds included, and
-    none outside, on every backend.
-
-    Example:
-
-    >>> import numpy as np
-    >>> from keras import ops
-    >>> ops.convert_to_numpy(clip(np.array([-0.5, 0.0, 1.0, 1.5]), 0.0, 1.0))
-    array([0., 0., 1., 1.])
-    """
-    x = ops.convert_to_tensor(x)  # a Variable's value, on every backend
-    inside = ops.logical_and(x >= min_value, x <= max_value)
-    return ops.where(inside, x, ops.clip(x, min_value, max_value))
-
-
 def clip_like_constraint(kernel, constraint):
     """Applies a `Clip` constraint in the forward pass too (Madsen & Johansen 2020, eq.
     5, 10).
 
     With any other constraint (or none, the "no clamp" ablation) the kernel is
-    used as it is. The gradient is that of `clip`: whole on the closed box.
+    used as it is.
     """
     if isinstance(constraint, nalu_constraints.Clip):
-        return clip(kernel, constraint.min_value, constraint.max_value)
+        return _ops.clip(kernel, constraint.min_value, constraint.max_value)
     return kernel
 
 

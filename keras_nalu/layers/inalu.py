@@ -3,12 +3,12 @@
 import keras
 from keras import ops
 
+from keras_nalu import _ops
 from keras_nalu._api import export
 from keras_nalu._validation import check_positive
 from keras_nalu.initializers import clone_with_new_seed
 from keras_nalu.layers.base import (
     ArithmeticLayer,
-    clip,
     resolve_constraint,
     resolve_initializer,
     resolve_regularizer,
@@ -33,7 +33,7 @@ def inalu_product(x, kernel, epsilon, omega):
     """
     log_magnitude = ops.log(ops.maximum(ops.abs(x), epsilon))
     magnitude = ops.exp(ops.minimum(ops.matmul(log_magnitude, kernel), omega))
-    sign = clip(nmu_product(ops.sign(x), ops.abs(kernel)), -1.0, 1.0)
+    sign = _ops.clip(nmu_product(ops.sign(x), _ops.absolute(kernel)), -1.0, 1.0)
     return magnitude * sign
 
 

@@ -7,7 +7,8 @@ import pytest
 
 from keras_nalu.callbacks import find_scheduled_regularizers, iter_layers
 from keras_nalu.layers import NAU, NMU, ArithmeticCell, GatedNAUNMU, iNALU
-from tests.layers.unit_contract import (
+from tests.backend import requires_tensorflow, to_numpy
+from tests.layers.contract import (
     check_export_round_trip,
     check_keras_round_trip,
 )
@@ -64,9 +65,9 @@ def test_cell_trains():
     model, cell = _recurrent_model(NAU(1), 0.0, input_size=2)
     model.compile(keras.optimizers.Adam(0.05), "mse", jit_compile=False)
     x = np.random.default_rng(12).uniform(1.0, 2.0, (8, 4, 2)).astype("float32")
-    before = cell.unit.kernel.numpy().copy()
+    before = to_numpy(cell.unit.kernel).copy()
     model.fit(x, np.cumsum(x[..., :1], axis=1), epochs=1, verbose=0)
-    assert not np.allclose(before, cell.unit.kernel.numpy())
+    assert not np.allclose(before, to_numpy(cell.unit.kernel))
 
 
 def test_callbacks_find_units_inside_cells():
@@ -90,14 +91,27 @@ def test_cell_validation_names_the_argument(unit, initial_state_value, match):
         ArithmeticCell(unit, initial_state_value=initial_state_value)
 
 
-def test_round_trips_and_fresh_process_serving(tmp_path):
-    model, cell = _recurrent_model(iNALU(2), 1.0, input_size=2, name="rnn")
-    x = np.random.default_rng(13).uniform(1.0, 2.0, (3, 6, 2)).astype("float32")
-    loaded = check_keras_round_trip(model, x, tmp_path)
+def _round_trip_model():
+    model, _ = _recurrent_model(iNALU(2), 1.0, input_size=2, name="rnn")
+    return model
+
+
+def _round_trip_inputs():
+    return np.random.default_rng(13).uniform(1.0, 2.0, (3, 6, 2)).astype("float32")
+
+
+def test_keras_round_trip(tmp_path):
+    loaded = check_keras_round_trip(_round_trip_model(), _round_trip_inputs(), tmp_path)
     loaded_cell = loaded.get_layer("rnn").cell
     assert isinstance(loaded_cell, ArithmeticCell)
     assert isinstance(loaded_cell.unit, iNALU)
     assert loaded_cell.initial_state_value == 1.0
+
+
+@requires_tensorflow
+def test_saved_model_round_trip(tmp_path):
+    model = _round_trip_model()
+    x = _round_trip_inputs()
     check_export_round_trip(model, x, tmp_path)
     served = serve_in_fresh_process(tmp_path / "saved_model", x, tmp_path)
     np.testing.assert_allclose(served, model.predict(x, verbose=0), rtol=1e-5)

@@ -10,12 +10,12 @@ from keras_nalu.callbacks import find_scheduled_regularizers, iter_layers
 from keras_nalu.evaluation.sparsity import effective_weights, sparsity_error
 from keras_nalu.explain import UnsupportedLayerError, explain
 from keras_nalu.layers import NAU, NMU, GatedNAUNMU
-from tests.layers.unit_contract import (
+from tests.backend import FLOAT_DTYPES, requires_tensorflow
+from tests.layers import contract
+from tests.layers.contract import (
     check_export_round_trip,
     check_keras_round_trip,
-    check_layer_contract,
-    check_mixed_float16,
-    check_training_step,
+    run_layer_test,
 )
 
 
@@ -24,13 +24,17 @@ def sigmoid(z):
 
 
 def test_layer_contract():
-    layer = check_layer_contract(
-        lambda: GatedNAUNMU(2), input_dim=3, units=2, num_weights=3, num_losses=2
+    run_layer_test(
+        GatedNAUNMU,
+        reference=contract.gated_nau_nmu,
+        expected_num_trainable_weights=3,
+        expected_num_losses=2,
+        expected_num_schedules=2,  # the NAU's and the NMU's sparsity
     )
+    layer = GatedNAUNMU(2)
+    layer.build((None, 3))
     assert isinstance(layer.nau, NAU) and isinstance(layer.nmu, NMU)
     assert sorted(w.name for w in layer.weights) == ["gate", "kernel", "kernel"]
-    check_training_step(GatedNAUNMU(2), 3, 2, jit_compile=True)
-    check_mixed_float16(lambda: GatedNAUNMU(2), 3, 2)
 
 
 def test_sublayers_keep_their_paper_defaults():
@@ -47,7 +51,7 @@ def test_sublayers_keep_their_paper_defaults():
     assert none.losses == []
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 def test_numerics_match_numpy(dtype):
     rng = np.random.default_rng(4)
     gate = rng.normal(size=(3, 2))
@@ -107,8 +111,8 @@ def test_units_is_validated():
         GatedNAUNMU(0)
 
 
-def test_keras_and_saved_model_round_trips(tmp_path):
-    model = keras.Sequential(
+def _round_trip_model():
+    return keras.Sequential(
         [
             keras.Input((3,)),
             GatedNAUNMU(
@@ -118,7 +122,19 @@ def test_keras_and_saved_model_round_trips(tmp_path):
             ),
         ]
     )
-    x = np.random.default_rng(5).uniform(1.0, 2.0, (4, 3)).astype("float32")
-    loaded = check_keras_round_trip(model, x, tmp_path)
+
+
+def _round_trip_inputs():
+    return np.random.default_rng(5).uniform(1.0, 2.0, (4, 3)).astype("float32")
+
+
+def test_keras_round_trip(tmp_path):
+    loaded = check_keras_round_trip(_round_trip_model(), _round_trip_inputs(), tmp_path)
     assert loaded.get_layer("gated").nau.kernel_regularizer.strength == 1.0
+
+
+@requires_tensorflow
+def test_saved_model_round_trip(tmp_path):
+    model = _round_trip_model()
+    x = _round_trip_inputs()
     check_export_round_trip(model, x, tmp_path)

@@ -13,12 +13,12 @@ from keras_nalu.evaluation.sparsity import effective_weights
 from keras_nalu.explain import UnsupportedLayerError, explain
 from keras_nalu.layers import iNALU
 from keras_nalu.layers.inalu import inalu_product
-from tests.layers.unit_contract import (
+from tests.backend import FLOAT_DTYPES_FUNCTIONS, requires_tensorflow, to_numpy
+from tests.layers import contract
+from tests.layers.contract import (
     check_export_round_trip,
     check_keras_round_trip,
-    check_layer_contract,
-    check_mixed_float16,
-    check_training_step,
+    run_layer_test,
 )
 
 SATURATED = 30.0  # tanh(30)·σ(30) == 1 in float32 and float64 to 1e-13
@@ -39,9 +39,16 @@ def numpy_inalu(x, w_hat, m_hat, mul_w_hat, mul_m_hat, gate, eps=1e-7, omega=20.
 
 
 def test_layer_contract():
-    layer = check_layer_contract(
-        lambda: iNALU(2), input_dim=3, units=2, num_weights=5, num_losses=5
+    run_layer_test(
+        iNALU,
+        reference=contract.inalu,
+        expected_num_trainable_weights=5,
+        expected_num_losses=5,
+        expected_num_schedules=1,  # one Saturation on every parameter
+        input_range=(-2.0, 2.0),
     )
+    layer = iNALU(2)
+    layer.build((None, 3))
     assert [w.name for w in layer.weights] == [
         "w_hat",
         "m_hat",
@@ -50,8 +57,6 @@ def test_layer_contract():
         "gate",
     ]
     assert tuple(layer.gate.shape) == (2,)  # input-independent
-    check_training_step(iNALU(2), 3, 2, jit_compile=True)
-    check_mixed_float16(lambda: iNALU(2), 3, 2)
 
 
 def test_authors_initialization():
@@ -59,11 +64,11 @@ def test_authors_initialization():
     layer = iNALU(50)
     layer.build((None, 200))
     for name, mean in [("w_hat", 1.0), ("m_hat", -1.0), ("mul_w_hat", 1.0)]:
-        values = getattr(layer, name).numpy()
+        values = to_numpy(getattr(layer, name))
         assert values.mean() == pytest.approx(mean, abs=0.01), name
         assert values.std() == pytest.approx(0.1, rel=0.05), name
-    assert not np.allclose(layer.w_hat.numpy(), layer.mul_w_hat.numpy())
-    assert layer.gate.numpy().std() < 0.3
+    assert not np.allclose(to_numpy(layer.w_hat), to_numpy(layer.mul_w_hat))
+    assert to_numpy(layer.gate).std() < 0.3
 
 
 def test_one_integer_seed_still_gives_four_different_draws():
@@ -74,19 +79,19 @@ def test_one_integer_seed_still_gives_four_different_draws():
     )
     layer.build((None, 4))
     noise = [
-        layer.w_hat.numpy() - 1.0,
-        layer.m_hat.numpy() + 1.0,
-        layer.mul_w_hat.numpy() - 1.0,
-        layer.mul_m_hat.numpy() + 1.0,
+        to_numpy(layer.w_hat) - 1.0,
+        to_numpy(layer.m_hat) + 1.0,
+        to_numpy(layer.mul_w_hat) - 1.0,
+        to_numpy(layer.mul_m_hat) + 1.0,
     ]
     for a, b in itertools.combinations(noise, 2):
         assert not np.allclose(a, b)
     again = iNALU(2, **{k: v for k, v in layer.get_config().items() if "init" in k})
     again.build((None, 4))
-    np.testing.assert_array_equal(again.mul_m_hat.numpy(), layer.mul_m_hat.numpy())
+    np.testing.assert_array_equal(to_numpy(again.mul_m_hat), to_numpy(layer.mul_m_hat))
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES_FUNCTIONS)
 def test_numerics_match_numpy(dtype):
     rng = np.random.default_rng(6)
     weights = [rng.normal(0.0, 1.5, (3, 2)) for _ in range(4)]
@@ -212,10 +217,22 @@ def test_constructor_validation_names_the_argument(kwargs, name):
         iNALU(**{"units": 1, **kwargs})
 
 
-def test_keras_and_saved_model_round_trips(tmp_path):
-    model = keras.Sequential([keras.Input((3,)), iNALU(2, name="inalu")])
-    x = np.random.default_rng(7).uniform(-2.0, 2.0, (4, 3)).astype("float32")
-    loaded = check_keras_round_trip(model, x, tmp_path)
+def _round_trip_model():
+    return keras.Sequential([keras.Input((3,)), iNALU(2, name="inalu")])
+
+
+def _round_trip_inputs():
+    return np.random.default_rng(7).uniform(-2.0, 2.0, (4, 3)).astype("float32")
+
+
+def test_keras_round_trip(tmp_path):
+    loaded = check_keras_round_trip(_round_trip_model(), _round_trip_inputs(), tmp_path)
     reg = loaded.get_layer("inalu").kernel_regularizer
     assert isinstance(reg, regularizers.Saturation) and reg.loss_threshold == 1.0
+
+
+@requires_tensorflow
+def test_saved_model_round_trip(tmp_path):
+    model = _round_trip_model()
+    x = _round_trip_inputs()
     check_export_round_trip(model, x, tmp_path)

@@ -6,6 +6,9 @@ import pytest
 
 from keras_nalu import initializers
 from keras_nalu.layers import NAC
+from tests.backend import float64_functions, to_numpy
+from tests.layers import contract
+from tests.layers.contract import run_layer_test
 
 VARIANTS = {
     # kwargs, trainable weights, losses once built
@@ -14,45 +17,18 @@ VARIANTS = {
 }
 
 
-@pytest.fixture(params=list(VARIANTS.values()), ids=list(VARIANTS))
-def unit(request, layer_contract, numpy_units):
-    kwargs, num_weights, num_losses = request.param
-    return layer_contract(
-        NAC, kwargs, numpy_units.nac, num_weights, num_losses, low=-2.0, high=2.0
+@pytest.mark.parametrize(
+    "kwargs, num_weights, num_losses", list(VARIANTS.values()), ids=list(VARIANTS)
+)
+def test_layer_contract(kwargs, num_weights, num_losses):
+    run_layer_test(
+        NAC,
+        kwargs,
+        reference=contract.nac,
+        expected_num_trainable_weights=num_weights,
+        expected_num_losses=num_losses,
+        input_range=(-2.0, 2.0),
     )
-
-
-def test_output_shapes(unit):
-    unit.check_output_shapes()
-
-
-def test_weights_and_losses(unit):
-    unit.check_weights_and_losses()
-
-
-def test_training_step(unit):
-    unit.check_training_step()
-
-
-def test_config_round_trip(unit):
-    unit.check_config_round_trip()
-
-
-@pytest.mark.parametrize("style", ["sequential", "functional", "subclassed"])
-def test_in_model(unit, style):
-    unit.check_in_model(style)
-
-
-def test_jit_compile(unit):
-    unit.check_jit_compile()
-
-
-def test_float64(unit):
-    unit.check_float64()
-
-
-def test_mixed_float16(unit, mixed_float16):
-    unit.check_mixed_float16()
 
 
 def hand_set(w_hat, m_hat, **kwargs):
@@ -64,10 +40,11 @@ def hand_set(w_hat, m_hat, **kwargs):
     return layer
 
 
-def test_kernel_is_tanh_times_sigmoid(numpy_units):
+@float64_functions
+def test_kernel_is_tanh_times_sigmoid():
     rng = np.random.default_rng(0)
     layer = hand_set(rng.normal(size=(3, 2)), rng.normal(size=(3, 2)), dtype="float64")
-    np.testing.assert_allclose(layer.kernel, numpy_units.nac_weight(layer), rtol=1e-14)
+    np.testing.assert_allclose(layer.kernel, contract.nac_weight(layer), rtol=1e-14)
 
 
 @pytest.mark.parametrize("low, high", [(1.0, 2.0), (-6.0, 6.0)])
@@ -76,7 +53,7 @@ def test_saturated_weights_add_and_subtract(low, high):
     big = 20.0
     layer = hand_set([[big, big], [big, -big]], np.full((2, 2), big))
     x = np.random.default_rng(1).uniform(low, high, (256, 2)).astype("float32")
-    y = layer(x).numpy()
+    y = to_numpy(layer(x))
     np.testing.assert_allclose(y[:, 0], x[:, 0] + x[:, 1], rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(y[:, 1], x[:, 0] - x[:, 1], rtol=1e-6, atol=1e-6)
     # A negative M̂ switches an input off.
@@ -107,7 +84,7 @@ def test_initial_kernel_has_glorot_variance():
 def test_w_hat_and_m_hat_are_independent_draws(initializer):
     layer = NAC(4, kernel_initializer=initializer)
     layer.build((None, 6))
-    w_hat, m_hat = layer.w_hat.numpy(), layer.m_hat.numpy()
+    w_hat, m_hat = to_numpy(layer.w_hat), to_numpy(layer.m_hat)
     assert not np.any(np.isclose(w_hat, m_hat)), (w_hat, m_hat)
 
 
@@ -115,7 +92,7 @@ def test_an_integer_seed_makes_the_draw_reproducible():
     def draw():
         layer = NAC(4, kernel_initializer=initializers.NACUniform(seed=7))
         layer.build((None, 6))
-        return layer.w_hat.numpy(), layer.m_hat.numpy()
+        return to_numpy(layer.w_hat), to_numpy(layer.m_hat)
 
     for first, second in zip(draw(), draw()):
         np.testing.assert_array_equal(first, second)

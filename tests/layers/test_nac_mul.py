@@ -3,9 +3,11 @@
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from keras_nalu.layers import NACMul
+from tests.backend import float64_functions, gradients, to_numpy
+from tests.layers import contract
+from tests.layers.contract import run_layer_test
 
 VARIANTS = {
     # kwargs, trainable weights, losses once built
@@ -14,45 +16,18 @@ VARIANTS = {
 }
 
 
-@pytest.fixture(params=list(VARIANTS.values()), ids=list(VARIANTS))
-def unit(request, layer_contract, numpy_units):
-    kwargs, num_weights, num_losses = request.param
-    return layer_contract(
-        NACMul, kwargs, numpy_units.nac_mul, num_weights, num_losses, low=-2, high=2
+@pytest.mark.parametrize(
+    "kwargs, num_weights, num_losses", list(VARIANTS.values()), ids=list(VARIANTS)
+)
+def test_layer_contract(kwargs, num_weights, num_losses):
+    run_layer_test(
+        NACMul,
+        kwargs,
+        reference=contract.nac_mul,
+        expected_num_trainable_weights=num_weights,
+        expected_num_losses=num_losses,
+        input_range=(-2.0, 2.0),
     )
-
-
-def test_output_shapes(unit):
-    unit.check_output_shapes()
-
-
-def test_weights_and_losses(unit):
-    unit.check_weights_and_losses()
-
-
-def test_training_step(unit):
-    unit.check_training_step()
-
-
-def test_config_round_trip(unit):
-    unit.check_config_round_trip()
-
-
-@pytest.mark.parametrize("style", ["sequential", "functional", "subclassed"])
-def test_in_model(unit, style):
-    unit.check_in_model(style)
-
-
-def test_jit_compile(unit):
-    unit.check_jit_compile()
-
-
-def test_float64(unit):
-    unit.check_float64()
-
-
-def test_mixed_float16(unit, mixed_float16):
-    unit.check_mixed_float16()
 
 
 BIG = 20.0  # tanh(20)·σ(20) is 1 in float32
@@ -78,7 +53,7 @@ def test_saturated_weights_multiply_within_epsilon(epsilon, low, high):
     x = np.random.default_rng(0).uniform(low, high, (256, 2)).astype("float32")
     magnitude = np.abs(x.astype("float64"))
     a, b = magnitude[:, 0], magnitude[:, 1]
-    y = layer(x).numpy().astype("float64")
+    y = to_numpy(layer(x)).astype("float64")
     # What the unit computes: ∏ (|x| + ε)^W, to float32 precision ...
     np.testing.assert_allclose(y[:, 0], (a + epsilon) * (b + epsilon), rtol=2e-6)
     np.testing.assert_allclose(y[:, 1], (a + epsilon) / (b + epsilon), rtol=2e-6)
@@ -88,29 +63,26 @@ def test_saturated_weights_multiply_within_epsilon(epsilon, low, high):
     assert np.all(np.abs(y[:, 0] - a * b) <= bound)
 
 
-def test_matches_numpy_for_random_weights(numpy_units):
+@float64_functions
+def test_matches_numpy_for_random_weights():
     rng = np.random.default_rng(1)
     layer = NACMul(3, dtype="float64")
     layer.build((None, 4))
     layer.w_hat.assign(rng.normal(size=(4, 3)))
     layer.m_hat.assign(rng.normal(size=(4, 3)))
     x = rng.uniform(-3.0, 3.0, (32, 4))
-    np.testing.assert_allclose(layer(x), numpy_units.nac_mul(layer, x), rtol=1e-12)
+    np.testing.assert_allclose(layer(x), contract.nac_mul(layer, x), rtol=1e-12)
 
 
 def test_sign_is_lost():
     layer = hand_set([[1.0], [1.0]])
-    y = layer(np.array([[-3.0, 4.0], [-3.0, -4.0]], "float32")).numpy()
+    y = to_numpy(layer(np.array([[-3.0, 4.0], [-3.0, -4.0]], "float32")))
     np.testing.assert_allclose(y[:, 0], [12.0, 12.0], rtol=1e-6)
 
 
 def outputs_and_gradients(layer, x):
-    x = tf.constant(x)
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = layer(x)
-        loss = tf.reduce_sum(y)
-    return y, tape.gradient(loss, [x, *layer.trainable_weights])
+    y = to_numpy(layer(x))
+    return y, gradients(lambda x: keras.ops.sum(layer(x)), layer.trainable_weights, [x])
 
 
 @pytest.mark.parametrize("hand_set_weights", [False, True])

@@ -10,12 +10,12 @@ from keras_nalu.evaluation.sparsity import effective_weights
 from keras_nalu.explain import explain
 from keras_nalu.layers import NACMul
 from keras_nalu.layers.nac_mul import log_space_product
-from tests.layers.unit_contract import (
+from tests.backend import FLOAT_DTYPES, requires_tensorflow, to_numpy
+from tests.layers import contract
+from tests.layers.contract import (
     check_export_round_trip,
     check_keras_round_trip,
-    check_layer_contract,
-    check_mixed_float16,
-    check_training_step,
+    run_layer_test,
 )
 
 PARAMETRIZATIONS = ("sigmoid", "nmu")
@@ -30,20 +30,17 @@ def sigmoid(z):
     [("nac", 2, 0), ("sigmoid", 1, 0), ("nmu", 1, 1)],
 )
 def test_layer_contract(parametrization, num_weights, num_losses):
-    layer = check_layer_contract(
-        lambda: NACMul(2, parametrization=parametrization),
-        input_dim=3,
-        units=2,
-        num_weights=num_weights,
-        num_losses=num_losses,
+    run_layer_test(
+        NACMul,
+        {"parametrization": parametrization},
+        reference=contract.nac_mul,
+        expected_num_trainable_weights=num_weights,
+        expected_num_losses=num_losses,
+        expected_num_schedules=num_losses,  # NAC•NMU's sparsity
     )
+    layer = NACMul(2, parametrization=parametrization)
+    layer.build((None, 3))
     assert [w.name for w in layer.weights][0] == "w_hat"
-
-    def make():
-        return NACMul(2, parametrization=parametrization)
-
-    check_training_step(make(), 3, 2, jit_compile=parametrization != "nac")
-    check_mixed_float16(make, 3, 2)
 
 
 def test_defaults_follow_each_parametrization():
@@ -68,13 +65,13 @@ def test_defaults_follow_each_parametrization():
         "unsigned",
     )
     nmu.build((None, 50))
-    values = nmu.w_hat.numpy()
+    values = to_numpy(nmu.w_hat)
     assert 0.25 <= values.min() and values.max() <= 0.75  # NMU init U[0.25, 0.75]
     explicit = NACMul(1, parametrization="nmu", kernel_regularizer=None)
     assert explicit.kernel_regularizer is None
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 def test_sigmoid_numerics_match_numpy(dtype):
     rng = np.random.default_rng(2)
     w_hat = rng.normal(size=(4, 3))
@@ -87,10 +84,10 @@ def test_sigmoid_numerics_match_numpy(dtype):
     expected = np.exp(np.log(np.abs(x) + 1e-7) @ sigmoid(w_hat))
     np.testing.assert_allclose(y, expected, rtol=1e-5 if dtype == "float32" else 1e-12)
     # σ(Ŵ) ∈ (0, 1): products and roots, never division.
-    assert np.all(layer.kernel.numpy() > 0)
+    assert np.all(to_numpy(layer.kernel) > 0)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 def test_nmu_numerics_match_numpy_with_forward_clip(dtype):
     w_hat = np.array([[1.0, 0.3], [1.0, -0.5], [0.0, 1.7]])
     x = np.array([[2.0, 3.0, 5.0], [-1.5, 4.0, 0.5]])
@@ -155,10 +152,22 @@ def _variants_model():
     return keras.Model(inputs, keras.layers.Concatenate()(outputs))
 
 
-def test_keras_and_saved_model_round_trips(tmp_path):
-    model = _variants_model()
-    x = np.random.default_rng(3).uniform(1.0, 2.0, (4, 3)).astype("float32")
-    loaded = check_keras_round_trip(model, x, tmp_path)
+def _round_trip_model():
+    return _variants_model()
+
+
+def _round_trip_inputs():
+    return np.random.default_rng(3).uniform(1.0, 2.0, (4, 3)).astype("float32")
+
+
+def test_keras_round_trip(tmp_path):
+    loaded = check_keras_round_trip(_round_trip_model(), _round_trip_inputs(), tmp_path)
     assert loaded.get_layer("nmu").parametrization == "nmu"
     assert isinstance(loaded.get_layer("nmu").kernel_regularizer, regularizers.Sparsity)
+
+
+@requires_tensorflow
+def test_saved_model_round_trip(tmp_path):
+    model = _round_trip_model()
+    x = _round_trip_inputs()
     check_export_round_trip(model, x, tmp_path)

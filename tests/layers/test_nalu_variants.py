@@ -6,12 +6,12 @@ import pytest
 
 from keras_nalu.explain import UnsupportedLayerError, explain
 from keras_nalu.layers import NALU
-from tests.layers.unit_contract import (
+from tests.backend import FLOAT_DTYPES_FUNCTIONS, requires_tensorflow, to_numpy
+from tests.layers import contract
+from tests.layers.contract import (
     check_export_round_trip,
     check_keras_round_trip,
-    check_layer_contract,
-    check_mixed_float16,
-    check_training_step,
+    run_layer_test,
 )
 
 VARIANTS = {
@@ -36,17 +36,15 @@ def nac(w_hat, m_hat):
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_layer_contract(variant):
     kwargs, num_weights = VARIANTS[variant]
-    check_layer_contract(
-        lambda: NALU(2, **kwargs),
-        input_dim=3,
-        units=2,
-        num_weights=num_weights,
-        num_losses=0,
+    run_layer_test(
+        NALU,
+        kwargs,
+        reference=contract.nalu,
+        expected_num_trainable_weights=num_weights,
+        expected_num_losses=0,
+        # XLA once, for the variant that has every new weight.
+        run_jit_compile_check=variant == "constant_two_gates_separate",
     )
-    # XLA once, for the variant that has every new weight.
-    jit_compile = variant == "constant_two_gates_separate"
-    check_training_step(NALU(2, **kwargs), 3, 2, jit_compile=jit_compile)
-    check_mixed_float16(lambda: NALU(2, **kwargs), 3, 2)
 
 
 def test_default_weights_are_unchanged():
@@ -57,7 +55,7 @@ def test_default_weights_are_unchanged():
     assert layer.get_config()["two_gates"] is False
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES_FUNCTIONS)
 def test_constant_gate_numerics(dtype):
     rng = np.random.default_rng(14)
     w_hat, m_hat = rng.normal(size=(3, 2)), rng.normal(size=(3, 2))
@@ -76,7 +74,7 @@ def test_constant_gate_numerics(dtype):
     np.testing.assert_allclose(layer.gate_values(x.astype(dtype)), np.tile(g, (5, 1)))
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES_FUNCTIONS)
 def test_two_gates_numerics(dtype):
     rng = np.random.default_rng(15)
     w_hat, m_hat = rng.normal(size=(3, 2)), rng.normal(size=(3, 2))
@@ -108,7 +106,7 @@ def test_seeded_gate_initializer_gives_two_different_gates():
         2, two_gates=True, gate_initializer=keras.initializers.GlorotUniform(7)
     )
     layer.build((None, 3))
-    assert not np.allclose(layer.gate.numpy(), layer.mul_gate.numpy())
+    assert not np.allclose(to_numpy(layer.gate), to_numpy(layer.mul_gate))
 
 
 def test_bias_needs_an_input_gate():
@@ -132,14 +130,26 @@ def test_explain_reads_a_constant_gate_and_rejects_two_gates():
         explain(two)
 
 
-def test_keras_and_saved_model_round_trips(tmp_path):
+def _round_trip_model():
     inputs = keras.Input((3,))
     outputs = keras.layers.Concatenate()(
         [NALU(2, name=name, **kwargs)(inputs) for name, (kwargs, _) in VARIANTS.items()]
     )
-    model = keras.Model(inputs, outputs)
-    x = np.random.default_rng(16).uniform(1.0, 2.0, (4, 3)).astype("float32")
-    loaded = check_keras_round_trip(model, x, tmp_path)
+    return keras.Model(inputs, outputs)
+
+
+def _round_trip_inputs():
+    return np.random.default_rng(16).uniform(1.0, 2.0, (4, 3)).astype("float32")
+
+
+def test_keras_round_trip(tmp_path):
+    loaded = check_keras_round_trip(_round_trip_model(), _round_trip_inputs(), tmp_path)
     assert loaded.get_layer("constant").gate_type == "constant"
     assert loaded.get_layer("two_gates").two_gates
+
+
+@requires_tensorflow
+def test_saved_model_round_trip(tmp_path):
+    model = _round_trip_model()
+    x = _round_trip_inputs()
     check_export_round_trip(model, x, tmp_path)

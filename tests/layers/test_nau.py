@@ -3,13 +3,15 @@
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from keras_nalu import constraints, initializers, regularizers
 from keras_nalu.layers import NAU
+from tests.backend import gradients, to_numpy
+from tests.layers import contract
+from tests.layers.contract import run_layer_test
 
 VARIANTS = {
-    # kwargs, trainable weights, losses once built
+    # kwargs, trainable weights, losses once built (a Sparsity: one strength)
     "default": ({}, 1, 1),
     "unclamped_unregularized": (
         {"kernel_regularizer": None, "kernel_constraint": None},
@@ -19,45 +21,20 @@ VARIANTS = {
 }
 
 
-@pytest.fixture(params=list(VARIANTS.values()), ids=list(VARIANTS))
-def unit(request, layer_contract, numpy_units):
-    kwargs, num_weights, num_losses = request.param
-    return layer_contract(
-        NAU, kwargs, numpy_units.nau, num_weights, num_losses, low=-2.0, high=2.0
+@pytest.mark.parametrize(
+    "kwargs, num_weights, num_losses", list(VARIANTS.values()), ids=list(VARIANTS)
+)
+def test_layer_contract(kwargs, num_weights, num_losses):
+    run_layer_test(
+        NAU,
+        kwargs,
+        reference=contract.nau,
+        expected_num_trainable_weights=num_weights,
+        expected_num_losses=num_losses,
+        expected_num_schedules=num_losses,
+        input_range=(-2.0, 2.0),
+        float64_functions=False,
     )
-
-
-def test_output_shapes(unit):
-    unit.check_output_shapes()
-
-
-def test_weights_and_losses(unit):
-    unit.check_weights_and_losses()
-
-
-def test_training_step(unit):
-    unit.check_training_step()
-
-
-def test_config_round_trip(unit):
-    unit.check_config_round_trip()
-
-
-@pytest.mark.parametrize("style", ["sequential", "functional", "subclassed"])
-def test_in_model(unit, style):
-    unit.check_in_model(style)
-
-
-def test_jit_compile(unit):
-    unit.check_jit_compile()
-
-
-def test_float64(unit):
-    unit.check_float64()
-
-
-def test_mixed_float16(unit, mixed_float16):
-    unit.check_mixed_float16()
 
 
 def test_defaults_are_the_papers():
@@ -87,14 +64,14 @@ def hand_set(kernel, **kwargs):
 def test_hand_set_weights_add_and_subtract_exactly(low, high):
     x = np.random.default_rng(0).uniform(low, high, (256, 2)).astype("float32")
     a, b = x[:, 0], x[:, 1]
-    y = hand_set([[1.0, 1.0], [-1.0, 1.0]])(x).numpy()
+    y = to_numpy(hand_set([[1.0, 1.0], [-1.0, 1.0]])(x))
     np.testing.assert_array_equal(y[:, 0], a - b)  # one float32 rounding
     np.testing.assert_array_equal(y[:, 1], a + b)
 
 
 def test_hand_set_weights_select_and_ignore_inputs():
     x = np.random.default_rng(1).uniform(-5.0, 5.0, (64, 4)).astype("float32")
-    y = hand_set([[0.0], [1.0], [0.0], [-1.0]])(x).numpy()
+    y = to_numpy(hand_set([[0.0], [1.0], [0.0], [-1.0]])(x))
     np.testing.assert_array_equal(y[:, 0], x[:, 1] - x[:, 3])
 
 
@@ -117,7 +94,7 @@ def kernel_after_a_large_step(layer_cls, target, **kwargs):
     x = np.random.default_rng(0).uniform(2.0, 3.0, (16, 4)).astype("float32")
     y = np.full((16, 3), target, "float32")
     model.fit(x, y, batch_size=16, epochs=1, verbose=0)
-    return layer.kernel.numpy()
+    return to_numpy(layer.kernel)
 
 
 @pytest.mark.parametrize("target", [1e3, -1e3])
@@ -131,18 +108,18 @@ def test_weights_stay_in_box_after_a_step_that_leaves_it(target):
     np.testing.assert_array_equal(kernel, np.full_like(kernel, np.sign(target)))
 
 
+@pytest.mark.float64
 def test_gradients_are_those_of_a_linear_map():
     rng = np.random.default_rng(3)
     layer = NAU(3, dtype="float64")
     layer.build((None, 4))
-    x = tf.constant(rng.uniform(-2, 2, (6, 4)))
+    x = rng.uniform(-2, 2, (6, 4))
     upstream = rng.normal(size=(6, 3))
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        loss = tf.reduce_sum(layer(x) * upstream)
-    grad_w, grad_x = tape.gradient(loss, [layer.kernel, x])
-    np.testing.assert_allclose(grad_w, x.numpy().T @ upstream, rtol=1e-12)
-    np.testing.assert_allclose(grad_x, upstream @ layer.kernel.numpy().T, rtol=1e-12)
+    grad_w, grad_x = gradients(
+        lambda x: keras.ops.sum(layer(x) * upstream), [layer.kernel], [x]
+    )
+    np.testing.assert_allclose(grad_w, x.T @ upstream, rtol=1e-12)
+    np.testing.assert_allclose(grad_x, upstream @ to_numpy(layer.kernel).T, rtol=1e-12)
 
 
 @pytest.mark.parametrize("value", [0.0, 1e3, -1e3, 1e-30])

@@ -4,13 +4,15 @@ App. A.3)."""
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from keras_nalu import constraints, initializers, regularizers
 from keras_nalu.layers import NMU
+from tests.backend import gradients, to_numpy
+from tests.layers import contract
+from tests.layers.contract import run_layer_test
 
 VARIANTS = {
-    # kwargs, trainable weights, losses once built
+    # kwargs, trainable weights, losses once built (a Sparsity: one strength)
     "default": ({}, 1, 1),
     "unclamped_unregularized": (
         {"kernel_regularizer": None, "kernel_constraint": None},
@@ -20,45 +22,20 @@ VARIANTS = {
 }
 
 
-@pytest.fixture(params=list(VARIANTS.values()), ids=list(VARIANTS))
-def unit(request, layer_contract, numpy_units):
-    kwargs, num_weights, num_losses = request.param
-    return layer_contract(
-        NMU, kwargs, numpy_units.nmu, num_weights, num_losses, low=-2.0, high=2.0
+@pytest.mark.parametrize(
+    "kwargs, num_weights, num_losses", list(VARIANTS.values()), ids=list(VARIANTS)
+)
+def test_layer_contract(kwargs, num_weights, num_losses):
+    run_layer_test(
+        NMU,
+        kwargs,
+        reference=contract.nmu,
+        expected_num_trainable_weights=num_weights,
+        expected_num_losses=num_losses,
+        expected_num_schedules=num_losses,
+        input_range=(-2.0, 2.0),
+        float64_functions=False,
     )
-
-
-def test_output_shapes(unit):
-    unit.check_output_shapes()
-
-
-def test_weights_and_losses(unit):
-    unit.check_weights_and_losses()
-
-
-def test_training_step(unit):
-    unit.check_training_step()
-
-
-def test_config_round_trip(unit):
-    unit.check_config_round_trip()
-
-
-@pytest.mark.parametrize("style", ["sequential", "functional", "subclassed"])
-def test_in_model(unit, style):
-    unit.check_in_model(style)
-
-
-def test_jit_compile(unit):
-    unit.check_jit_compile()
-
-
-def test_float64(unit):
-    unit.check_float64()
-
-
-def test_mixed_float16(unit, mixed_float16):
-    unit.check_mixed_float16()
 
 
 def test_defaults_are_the_papers():
@@ -87,16 +64,17 @@ def test_hand_set_weights_multiply_and_select_exactly(low, high):
     x = np.random.default_rng(0).uniform(low, high, (256, 2)).astype("float32")
     a, b = x[:, 0], x[:, 1]
     assert (a < 0).any() or low > 0
-    y = hand_set([[1.0, 1.0, 0.0, 0.0], [1.0, 0.0, 1.0, 0.0]])(x).numpy()
+    y = to_numpy(hand_set([[1.0, 1.0, 0.0, 0.0], [1.0, 0.0, 1.0, 0.0]])(x))
     np.testing.assert_array_equal(y[:, 0], a * b)  # one float32 rounding
     np.testing.assert_array_equal(y[:, 1], a)  # W = 0 is the identity factor
     np.testing.assert_array_equal(y[:, 2], b)
     np.testing.assert_array_equal(y[:, 3], np.ones_like(a))
 
 
+@pytest.mark.float64
 def test_hand_set_weights_square_and_cube():
     x = np.random.default_rng(1).uniform(-3.0, 3.0, (64, 3)).astype("float64")
-    y = hand_set([[1.0], [1.0], [1.0]], dtype="float64")(x).numpy()
+    y = to_numpy(hand_set([[1.0], [1.0], [1.0]], dtype="float64")(x))
     np.testing.assert_allclose(y[:, 0], x[:, 0] * x[:, 1] * x[:, 2], rtol=1e-14)
 
 
@@ -121,7 +99,7 @@ def kernel_after_a_large_step(target, **kwargs):
     x = np.random.default_rng(0).uniform(2.0, 3.0, (16, 4)).astype("float32")
     y = np.full((16, 3), target, "float32")
     model.fit(x, y, batch_size=16, epochs=1, verbose=0)
-    return layer.kernel.numpy()
+    return to_numpy(layer.kernel)
 
 
 @pytest.mark.parametrize("target", [1e3, -1e3])
@@ -146,15 +124,11 @@ def nmu_gradients_eq_26_27(x, kernel, upstream):
     return grad_w, grad_x
 
 
-def gradients(layer, x, upstream):
-    x = tf.constant(x)
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        loss = tf.reduce_sum(layer(x) * upstream)
-    grad_w, grad_x = tape.gradient(loss, [layer.kernel, x])
-    return grad_w.numpy(), grad_x.numpy()
+def kernel_and_input_gradients(layer, x, upstream):
+    return gradients(lambda x: keras.ops.sum(layer(x) * upstream), [layer.kernel], [x])
 
 
+@pytest.mark.float64
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_gradients_match_seed_001_eq_26_27(seed):
     rng = np.random.default_rng(seed)
@@ -166,19 +140,20 @@ def test_gradients_match_seed_001_eq_26_27(seed):
     assert len(x) == 16
     upstream = rng.normal(size=(16, 3))
     layer = hand_set(kernel, dtype="float64")
-    grad_w, grad_x = gradients(layer, x, upstream)
+    grad_w, grad_x = kernel_and_input_gradients(layer, x, upstream)
     expected_w, expected_x = nmu_gradients_eq_26_27(x, kernel, upstream)
     np.testing.assert_allclose(grad_w, expected_w, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(grad_x, expected_x, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.float64
 def test_gradients_are_exact_when_a_factor_is_zero():
     # W = 0.5, x = -1 makes the factor W·x + 1 - W zero: eq. 26-27 would divide
     # by it; the true gradient is the product of the other factors.
     kernel = np.array([[0.5], [0.8], [0.3]])
     x = np.array([[-1.0, 2.0, 3.0]])
     layer = hand_set(kernel, dtype="float64")
-    grad_w, grad_x = gradients(layer, x, np.ones((1, 1)))
+    grad_w, grad_x = kernel_and_input_gradients(layer, x, np.ones((1, 1)))
     others = np.array([0.8 * 2.0 + 0.2, 0.3 * 3.0 + 0.7])
     assert np.all(np.isfinite(grad_w)) and np.all(np.isfinite(grad_x))
     np.testing.assert_allclose(grad_w[0, 0], (x[0, 0] - 1.0) * others.prod())

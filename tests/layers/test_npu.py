@@ -10,12 +10,12 @@ from keras_nalu import constraints, regularizers
 from keras_nalu.evaluation.sparsity import effective_weights
 from keras_nalu.explain import UnsupportedLayerError, explain
 from keras_nalu.layers import NPU, RealNPU
-from tests.layers.unit_contract import (
+from tests.backend import FLOAT_DTYPES_FUNCTIONS, requires_tensorflow, to_numpy
+from tests.layers import contract
+from tests.layers.contract import (
     check_export_round_trip,
     check_keras_round_trip,
-    check_layer_contract,
-    check_mixed_float16,
-    check_training_step,
+    run_layer_test,
 )
 
 UNITS = {"NPU": NPU, "RealNPU": RealNPU}
@@ -33,30 +33,41 @@ def numpy_npu(x, gate, real, imaginary=None, eps=1e-7):
 @pytest.mark.parametrize("name, num_weights", [("NPU", 3), ("RealNPU", 2)])
 def test_layer_contract(name, num_weights):
     cls = UNITS[name]
-    layer = check_layer_contract(
-        lambda: cls(2), input_dim=3, units=2, num_weights=num_weights, num_losses=0
+    run_layer_test(
+        cls,
+        reference=contract.npu,
+        expected_num_trainable_weights=num_weights,
+        expected_num_losses=0,
+        input_range=(-2.0, 2.0),
     )
+    run_layer_test(
+        cls,
+        {"kernel_regularizer": regularizers.L1(0.1, start=0, end=10)},
+        reference=contract.npu,
+        expected_num_trainable_weights=num_weights,
+        expected_num_losses=num_weights - 1,  # Re (and Im)
+        expected_num_schedules=1,
+        run_training_check=False,
+        run_mixed_precision_check=False,
+    )
+    layer = cls(2)
+    layer.build((None, 3))
     assert tuple(layer.gate.shape) == (3,)  # one relevance gate per input
-    check_training_step(cls(2), 3, 2, jit_compile=True)
-    check_mixed_float16(lambda: cls(2), 3, 2)
-    with_l1 = cls(2, kernel_regularizer=regularizers.L1(0.1))
-    with_l1(np.ones((1, 3), "float32"))
-    assert len(with_l1.losses) == num_weights - 1  # Re (and Im)
 
 
 def test_paper_initialization():
     layer = NPU(4)
     layer.build((None, 6))
-    np.testing.assert_array_equal(layer.imaginary_kernel.numpy(), 0.0)
-    np.testing.assert_array_equal(layer.gate.numpy(), 0.5)
+    np.testing.assert_array_equal(to_numpy(layer.imaginary_kernel), 0.0)
+    np.testing.assert_array_equal(to_numpy(layer.gate), 0.5)
     limit = np.sqrt(6.0 / (6 + 4))  # Glorot-uniform on Re
-    assert np.abs(layer.kernel.numpy()).max() <= limit
+    assert np.abs(to_numpy(layer.kernel)).max() <= limit
     assert isinstance(layer.gate_constraint, constraints.Clip)
     assert "imaginary_initializer" not in RealNPU(1).get_config()
 
 
 @pytest.mark.parametrize("name", list(UNITS))
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES_FUNCTIONS)
 def test_numerics_match_numpy(name, dtype):
     rng = np.random.default_rng(8)
     real = rng.normal(size=(3, 2))
@@ -84,7 +95,7 @@ def test_exact_products_and_quotients_of_any_sign(name):
     layer.build((None, 4))
     _ = layer.kernel.assign([[1.0, 1.0], [1.0, -1.0], [1.0, 0.0], [0.0, 0.0]])
     _ = layer.gate.assign([1.0, 1.0, 1.0, 0.0])
-    y = layer(x).numpy()
+    y = to_numpy(layer(x))
     np.testing.assert_allclose(y[:, 0], x[:, 0] * x[:, 1] * x[:, 2], rtol=1e-5)
     np.testing.assert_allclose(y[:, 1], x[:, 0] / x[:, 1], rtol=1e-5)
 
@@ -126,7 +137,7 @@ def test_real_npu_takes_no_imaginary_weights():
         RealNPU(1, imaginary_initializer="zeros")
 
 
-def test_keras_and_saved_model_round_trips(tmp_path):
+def _round_trip_model():
     inputs = keras.Input((3,))
     outputs = keras.layers.Concatenate()(
         [
@@ -134,9 +145,21 @@ def test_keras_and_saved_model_round_trips(tmp_path):
             RealNPU(2, name="real_npu")(inputs),
         ]
     )
-    model = keras.Model(inputs, outputs)
-    x = np.random.default_rng(9).uniform(-2.0, 2.0, (4, 3)).astype("float32")
-    loaded = check_keras_round_trip(model, x, tmp_path)
+    return keras.Model(inputs, outputs)
+
+
+def _round_trip_inputs():
+    return np.random.default_rng(9).uniform(-2.0, 2.0, (4, 3)).astype("float32")
+
+
+def test_keras_round_trip(tmp_path):
+    loaded = check_keras_round_trip(_round_trip_model(), _round_trip_inputs(), tmp_path)
     assert isinstance(loaded.get_layer("npu").kernel_regularizer, regularizers.L1)
     assert type(loaded.get_layer("real_npu")) is RealNPU
+
+
+@requires_tensorflow
+def test_saved_model_round_trip(tmp_path):
+    model = _round_trip_model()
+    x = _round_trip_inputs()
     check_export_round_trip(model, x, tmp_path)

@@ -1,0 +1,393 @@
+"""The layer contract of every arithmetic unit, and the units in NumPy.
+
+`run_layer_test(layer_cls, init_kwargs, reference=..., ...)` runs, in one call
+driven by keywords (as Keras' own `run_layer_test`), the checks every unit
+passes on every backend:
+
+- outputs: shape and values against the unit's NumPy float64 `reference`, on
+  `(batch, features)` and `(batch, time, features)` inputs (the unit acts on
+  the last axis), `compute_output_shape`, a symbolic call, the `InputSpec`;
+- state: the counts of trainable weights, losses and scheduled strengths
+  (non-trainable variables that are not weights), unique weight names, no
+  weights made in `call`;
+- configuration: JSON-native `get_config`, `from_config` with the same
+  weights gives the same outputs, the registered name deserializes;
+- models: Sequential, functional and subclassed models give the reference
+  and train one step; `fit` (and with `jit_compile=True`) changes the
+  weights and keeps them finite;
+- dtypes: float64 through and through (to 1e-12 of NumPy where Keras
+  computes float64, see `tests.backend.float64_functions`), and under
+  "mixed_float16" float16 outputs, float32 weights, the reference on float16
+  inputs, and a training step.
+
+The references below are the papers' formulas written once in NumPy,
+reading a layer's current weights.
+"""
+
+import json
+
+import keras
+import numpy as np
+
+from keras_nalu.constraints import Clip
+from tests.backend import BACKEND, enable_float64, to_numpy
+
+INPUT_DIM = 3
+UNITS = 2
+
+
+def run_layer_test(
+    layer_cls,
+    init_kwargs=None,
+    *,
+    reference,
+    expected_num_trainable_weights,
+    expected_num_losses,
+    expected_num_schedules=0,
+    input_range=(1.0, 2.0),
+    float64_functions=True,
+    run_training_check=True,
+    run_jit_compile_check=True,
+    run_mixed_precision_check=True,
+):
+    """Runs the layer contract on `layer_cls(UNITS, **init_kwargs)`.
+
+    Args:
+        layer_cls: the unit's class.
+        init_kwargs: constructor arguments besides `units`.
+        reference: `reference(layer, x)`, the forward pass in NumPy float64
+            from the layer's current weights.
+        expected_num_trainable_weights: `len(layer.trainable_weights)`.
+        expected_num_losses: `len(layer.losses)` once built.
+        expected_num_schedules: scheduled regularizers the layer holds, whose
+            strengths are its non-trainable variables.
+        input_range: `(low, high)` of the uniform test inputs.
+        float64_functions: the unit takes exp, log, tanh or sigmoid, which
+            Keras computes in float32 for float64 tensors outside TensorFlow.
+        run_training_check: fit one step in models.
+        run_jit_compile_check: fit one step with `jit_compile=True` too.
+        run_mixed_precision_check: check the "mixed_float16" policy.
+    """
+    keras.utils.set_random_seed(0)
+    contract = _Contract(
+        layer_cls,
+        dict(init_kwargs or {}),
+        reference,
+        input_range,
+        expected_num_trainable_weights,
+        expected_num_losses,
+        expected_num_schedules,
+    )
+    contract.check_outputs()
+    contract.check_state()
+    contract.check_config()
+    for style in ("sequential", "functional", "subclassed"):
+        contract.check_in_model(style, train=run_training_check)
+    if run_training_check:
+        contract.check_fit(jit_compile=False)
+        if run_jit_compile_check:
+            contract.check_fit(jit_compile=True)
+    contract.check_float64(exact=BACKEND == "tensorflow" or not float64_functions)
+    if run_mixed_precision_check:
+        contract.check_mixed_float16(train=run_training_check)
+
+
+class UnitModel(keras.Model):
+    """A subclassed model holding one unit."""
+
+    def __init__(self, unit, **kwargs):
+        super().__init__(**kwargs)
+        self.unit = unit
+
+    def call(self, inputs):
+        return self.unit(inputs)
+
+
+class _Contract:
+    def __init__(
+        self, layer_cls, kwargs, reference, input_range, weights, losses, schedules
+    ):
+        self.layer_cls = layer_cls
+        self.kwargs = kwargs
+        self.reference = reference
+        self.low, self.high = input_range
+        self.num_trainable_weights = weights
+        self.num_losses = losses
+        self.num_schedules = schedules
+
+    def make(self, **overrides):
+        return self.layer_cls(UNITS, **{**self.kwargs, **overrides})
+
+    def inputs(self, *shape, dtype="float32", seed=0):
+        shape = shape or (5, INPUT_DIM)
+        rng = np.random.default_rng(seed)
+        return rng.uniform(self.low, self.high, shape).astype(dtype)
+
+    def targets(self, batch, seed=1):
+        rng = np.random.default_rng(seed)
+        return rng.uniform(self.low, self.high, (batch, UNITS)).astype("float32")
+
+    def assert_matches_reference(self, layer, x, y, rtol=1e-5, atol=1e-6):
+        np.testing.assert_allclose(
+            to_numpy(y), self.reference(layer, x), rtol=rtol, atol=atol
+        )
+
+    def check_outputs(self):
+        layer = self.make()
+        x = self.inputs()
+        y = layer(x)
+        assert tuple(y.shape) == (5, UNITS)
+        self.assert_matches_reference(layer, x, y)
+        # Extra leading axes (batch, time, features): the unit acts on the last.
+        sequence = self.inputs(4, 6, INPUT_DIM, seed=2)
+        y_sequence = to_numpy(layer(sequence))
+        assert y_sequence.shape == (4, 6, UNITS)
+        self.assert_matches_reference(layer, sequence, y_sequence)
+        np.testing.assert_allclose(
+            y_sequence[:, 2], to_numpy(layer(sequence[:, 2])), rtol=1e-5, atol=1e-7
+        )
+        assert layer.compute_output_shape((None, INPUT_DIM)) == (None, UNITS)
+        assert layer.compute_output_shape((4, None, INPUT_DIM)) == (4, None, UNITS)
+        symbolic = layer(keras.Input((6, INPUT_DIM)))
+        assert tuple(symbolic.shape) == (None, 6, UNITS)
+        with np.testing.assert_raises(ValueError):  # the InputSpec
+            layer(np.ones((5, INPUT_DIM + 1), "float32"))
+
+    def check_state(self):
+        layer = self.make()
+        layer.build((None, INPUT_DIM))
+        for when in ("built", "called"):
+            assert len(layer.trainable_weights) == self.num_trainable_weights, when
+            assert layer.non_trainable_weights == [], when
+            assert len(layer.non_trainable_variables) == self.num_schedules, when
+            assert len(layer.losses) == self.num_losses, when
+            layer(self.inputs())  # no weights created in `call`
+        paths = [w.path for w in layer.weights]
+        assert len(set(paths)) == len(paths), paths
+
+    def check_config(self):
+        layer = self.make(name="unit_under_test")
+        x = self.inputs()
+        y = to_numpy(layer(x))
+        config = layer.get_config()
+        assert json.loads(json.dumps(config)) == config  # JSON-native values
+        assert config["units"] == UNITS
+        for key, value in self.kwargs.items():
+            if isinstance(value, bool | int | float):
+                assert config[key] == value, key
+        clone = self.layer_cls.from_config(config)
+        assert clone.get_config() == config
+        clone.build((None, INPUT_DIM))
+        clone.set_weights(layer.get_weights())
+        np.testing.assert_array_equal(to_numpy(clone(x)), y)
+        # The registered name resolves without custom_objects.
+        revived = keras.layers.deserialize(keras.layers.serialize(layer))
+        assert type(revived) is self.layer_cls
+        assert revived.get_config() == config
+
+    def check_in_model(self, style, train=True):
+        layer = self.make()
+        if style == "sequential":
+            model = keras.Sequential([keras.Input((INPUT_DIM,)), layer])
+        elif style == "functional":
+            inputs = keras.Input((INPUT_DIM,))
+            model = keras.Model(inputs, layer(inputs))
+        else:
+            model = UnitModel(layer)
+        x = self.inputs(8, INPUT_DIM)
+        self.assert_matches_reference(layer, x, model(x))
+        assert len(model.trainable_weights) == self.num_trainable_weights
+        if train:
+            model.compile(keras.optimizers.Adam(0.01), "mse")
+            loss = model.train_on_batch(x, self.targets(8))
+            assert np.isfinite(loss)
+            assert int(to_numpy(model.optimizer.iterations)) == 1
+
+    def check_fit(self, jit_compile, mixed_precision=False):
+        layer = self.make()
+        model = keras.Sequential([keras.Input((INPUT_DIM,)), layer])
+        model.compile(keras.optimizers.Adam(0.01), "mse", jit_compile=jit_compile)
+        x, y = self.inputs(8, INPUT_DIM), self.targets(8)
+        before = [to_numpy(w).copy() for w in model.trainable_weights]
+        history = model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+        assert np.isfinite(history.history["loss"][0])
+        after = [to_numpy(w) for w in model.trainable_weights]
+        assert all(np.all(np.isfinite(w)) for w in after)
+        if mixed_precision:
+            # Loss scaling skips a step whose float16 gradients overflow.
+            return
+        assert int(to_numpy(model.optimizer.iterations)) == 1
+        assert any(not np.array_equal(b, a) for b, a in zip(before, after))
+        # The trained weights are the ones the layer computes with.
+        x = self.inputs(8, INPUT_DIM, seed=3)
+        self.assert_matches_reference(layer, x, model.predict(x, verbose=0))
+
+    def check_float64(self, exact):
+        with enable_float64():
+            layer = self.make(dtype="float64")
+            x = self.inputs(dtype="float64")
+            y = layer(x)
+            assert keras.backend.standardize_dtype(y.dtype) == "float64"
+            assert all(w.dtype == "float64" for w in layer.weights)
+            # float64 all the way: far below float32's precision.
+            if exact:
+                self.assert_matches_reference(layer, x, y, rtol=1e-12, atol=0)
+            else:
+                self.assert_matches_reference(layer, x, y)
+
+    def check_mixed_float16(self, train):
+        previous = keras.mixed_precision.global_policy()
+        keras.mixed_precision.set_global_policy("mixed_float16")
+        try:
+            layer = self.make()
+            x = self.inputs()
+            y = layer(x)
+            assert keras.backend.standardize_dtype(y.dtype) == "float16"
+            assert all(w.dtype == "float32" for w in layer.weights)
+            # The layer sees float16 inputs; the rest is float32 up to the output.
+            x16 = x.astype("float16").astype("float64")
+            self.assert_matches_reference(layer, x16, y, rtol=2e-3, atol=2e-3)
+            if train:
+                self.check_fit(jit_compile=False, mixed_precision=True)
+        finally:
+            keras.mixed_precision.set_global_policy(previous)
+
+
+# --- the units in NumPy float64 ------------------------------------------------
+
+
+def sigmoid(z):
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def weight(layer, name) -> np.ndarray:
+    return np.asarray(to_numpy(getattr(layer, name)), "float64")
+
+
+def clip_like(constraint, kernel, low, high):
+    """The forward pass clamps the kernel when its constraint is a `Clip`."""
+    return np.clip(kernel, low, high) if isinstance(constraint, Clip) else kernel
+
+
+def nac_weight(layer, prefix=""):
+    """W = tanh(Ŵ) ⊙ σ(M̂) (Trask et al. 2018, eq. 1)."""
+    return np.tanh(weight(layer, f"{prefix}w_hat")) * sigmoid(
+        weight(layer, f"{prefix}m_hat")
+    )
+
+
+def log_space_product(x, kernel, epsilon):
+    """exp(log(|x| + ε) · W) (Trask et al. 2018, eq. 3)."""
+    return np.exp(np.log(np.abs(np.asarray(x, "float64")) + epsilon) @ kernel)
+
+
+def nau(layer, x):
+    """x · clip(W, -1, 1) (Madsen & Johansen 2020, eq. 5)."""
+    kernel = clip_like(layer.kernel_constraint, weight(layer, "kernel"), -1.0, 1.0)
+    return np.asarray(x, "float64") @ kernel
+
+
+def nmu(layer, x):
+    """∏_i (W_io·x_i + 1 - W_io), W clipped to [0, 1] (eq. 10)."""
+    kernel = clip_like(layer.kernel_constraint, weight(layer, "kernel"), 0.0, 1.0)
+    x = np.asarray(x, "float64")[..., :, None]
+    return np.prod(kernel * x + 1.0 - kernel, axis=-2)
+
+
+def nac(layer, x):
+    return np.asarray(x, "float64") @ nac_weight(layer)
+
+
+def nac_mul(layer, x):
+    """NAC•, NAC•σ or NAC•NMU, by the layer's parametrization."""
+    if layer.parametrization == "sigmoid":
+        kernel = sigmoid(weight(layer, "w_hat"))
+    elif layer.parametrization == "nmu":
+        kernel = clip_like(layer.kernel_constraint, weight(layer, "w_hat"), 0.0, 1.0)
+    else:
+        kernel = nac_weight(layer)
+    return log_space_product(x, kernel, layer.epsilon)
+
+
+def _nalu_gate(layer, x, prefix):
+    gate = weight(layer, f"{prefix}gate")
+    if layer.gate_type == "constant":
+        return np.zeros_like(x[..., :1]) + sigmoid(gate)
+    logits = x @ gate
+    if layer.use_gate_bias:
+        logits = logits + weight(layer, f"{prefix}gate_bias")
+    return sigmoid(logits)
+
+
+def nalu(layer, x):
+    """g ⊙ (x·W) + (1 - g) ⊙ NAC•(x), or g_m ⊙ NAC•(x) with two gates."""
+    x = np.asarray(x, "float64")
+    gate = _nalu_gate(layer, x, "")
+    mul_gate = _nalu_gate(layer, x, "mul_") if layer.two_gates else 1.0 - gate
+    additive = x @ nac_weight(layer)
+    mul_kernel = nac_weight(layer, "mul_" if layer.separate_weights else "")
+    multiplicative = log_space_product(x, mul_kernel, layer.epsilon)
+    return gate * additive + mul_gate * multiplicative
+
+
+def inalu(layer, x):
+    """The iNALU (Schlör, Ring & Hotho 2020): a gate over an additive path and
+    a log-space product with its sign."""
+    x = np.asarray(x, "float64")
+    w_mul = nac_weight(layer, "mul_")
+    log_magnitude = np.log(np.maximum(np.abs(x), layer.epsilon))
+    magnitude = np.exp(np.minimum(log_magnitude @ w_mul, layer.omega))
+    factors = np.sign(x)[..., :, None] * np.abs(w_mul) + 1.0 - np.abs(w_mul)
+    sign = np.clip(np.prod(factors, axis=-2), -1.0, 1.0)
+    gate = sigmoid(weight(layer, "gate"))
+    return gate * (x @ nac_weight(layer)) + (1.0 - gate) * magnitude * sign
+
+
+def npu(layer, x):
+    """The NPU's (or RealNPU's) real part (Heim et al. 2020, eq. 4-6)."""
+    x = np.asarray(x, "float64")
+    gate = clip_like(layer.gate_constraint, weight(layer, "gate"), 0.0, 1.0)
+    real = weight(layer, "kernel")
+    imaginary = (
+        weight(layer, "imaginary_kernel")
+        if layer.complex_weights
+        else np.zeros_like(real)
+    )
+    r = gate * (np.abs(x) + layer.epsilon) + (1.0 - gate)
+    k = gate * np.pi * (x < 0)
+    magnitude = np.exp(np.log(r) @ real - k @ imaginary)
+    return magnitude * np.cos(k @ real + np.log(r) @ imaginary)
+
+
+def gated_nau_nmu(layer, x):
+    """σ(x·G) ⊙ NAU(x) + (1 - σ(x·G)) ⊙ NMU(x) (Madsen & Johansen 2020, §2.8)."""
+    x = np.asarray(x, "float64")
+    gate = sigmoid(x @ weight(layer, "gate"))
+    return gate * nau(layer.nau, x) + (1.0 - gate) * nmu(layer.nmu, x)
+
+
+# --- round trips -----------------------------------------------------------------
+
+
+def check_keras_round_trip(model, x, tmp_path):
+    """`.keras` save/load gives the same outputs and weights."""
+    expected = model.predict(x, verbose=0)
+    path = tmp_path / "model.keras"
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    np.testing.assert_allclose(loaded.predict(x, verbose=0), expected, rtol=1e-6)
+    for original, restored in zip(model.weights, loaded.weights):
+        np.testing.assert_array_equal(to_numpy(original), to_numpy(restored))
+    return loaded
+
+
+def check_export_round_trip(model, x, tmp_path):
+    """`model.export` SavedModel served by `tf.saved_model.load` matches."""
+    import tensorflow as tf
+
+    expected = model.predict(x, verbose=0)
+    path = tmp_path / "saved_model"
+    model.export(str(path), verbose=False)
+    loaded = tf.saved_model.load(str(path))
+    served = loaded.serve(tf.constant(x))
+    np.testing.assert_allclose(served.numpy(), expected, rtol=1e-5)
