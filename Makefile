@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml setup.py
 	touch $(STAMP)
 
 train: $(STAMP)
-	$(BIN)/keras-nalu train
+	$(BIN)/keras-nalu train --overwrite
 
 # The core (units, regularizers, constraints, initializers, callbacks, .keras
 # files, explain) again on Keras' other backends: JAX (a test dependency),
@@ -36,7 +36,8 @@ test: $(STAMP)
 	$(BIN)/ruff check keras_nalu tests examples benchmarks docs
 	$(BIN)/mkdocs build --strict --quiet
 	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -n 2 --durations=15 -q
-	KERAS_BACKEND=jax $(BIN)/python -m pytest -n 2 -q $(CORE_TESTS)
+	KERAS_BACKEND=jax $(BIN)/python -m pytest -n 2 -q $(CORE_TESTS) \
+		tests/sweeps/test_jax_engine.py
 	@if $(BIN)/python -c "import torch" 2>/dev/null; then \
 		KERAS_BACKEND=torch $(BIN)/python -m pytest -n 2 -q $(CORE_TESTS); \
 	else \

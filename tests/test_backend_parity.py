@@ -118,12 +118,6 @@ def test_reinitialization_is_seen_by_the_next_steps(here, there):
         assert abs(first - third) > 0.1  # epoch 3 trains on the new weights
 
 
-@pytest.mark.xfail(
-    "jax" in (BACKEND, OTHER),
-    reason="SuccessCriterion measures with tf.function (evaluation/success.py), "
-    "which a JAX model cannot run; passes once evaluation/ is TF-free",
-    strict=True,
-)
 def test_success_criterion_measures_the_current_weights(here, there):
     ours = result(here, "success_criterion")["evaluations"]
     theirs = result(there, "success_criterion")["evaluations"]

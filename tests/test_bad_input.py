@@ -327,11 +327,6 @@ def test_the_served_model_states_and_checks_its_input_width(tmp_path, tiny_model
         served(tf.constant(x[:, :7]))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs a dtype check in keras_nalu/layers (another branch's files); "
-    "remove this mark once NMU names a non-float dtype in one line",
-)
 def test_an_integer_dtype_is_named_in_one_line():
     with pytest.raises(ValueError, match="dtype.*int32"):
         layer = keras_nalu.NMU(2, dtype="int32")

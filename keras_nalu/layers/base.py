@@ -23,6 +23,14 @@ class ArithmeticLayer(keras.layers.Layer):
     def __init__(self, units: int, **kwargs):
         super().__init__(**kwargs)
         self.units = check_positive_int(type(self).__name__, "units", units)
+        if "float" not in str(self.variable_dtype):
+            # An integer unit has no gradient and its initializers fail deep
+            # inside Keras; say so here.
+            raise ValueError(
+                f"{type(self).__name__} expects a floating dtype (float32, "
+                "float64, a mixed_float16 policy, ...). Received: "
+                f"dtype={self.variable_dtype!r}"
+            )
         self.input_spec = keras.layers.InputSpec(min_ndim=2)
         self._weight_initializers = {}
 
