@@ -42,7 +42,14 @@ FENCE = re.compile(
 )
 REPLACE = re.compile(r"replace (?P<old>.+?) -> (?P<new>.+)")
 #: Commands a bash block may show that these tests do not run or parse.
-OTHER_TOOLS = {"saved_model_cli", "pip", "tensorflow_model_server", "bash", "git"}
+OTHER_TOOLS = {
+    "saved_model_cli",
+    "pip",
+    "tensorflow_model_server",
+    "bash",
+    "git",
+    "ray",
+}
 
 
 def blocks(page: Path, language: str) -> list[tuple[int, str, str | None]]:
@@ -125,6 +132,8 @@ def _commands(code: str) -> list[str]:
 
 def check_command(line: str, where: str) -> None:
     words = shlex.split(line, comments=True)
+    while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=\S*", words[0]):
+        words = words[1:]  # an environment variable for this command only
     if not words:
         return
     if words[0] == "nice":

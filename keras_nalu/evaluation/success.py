@@ -135,21 +135,37 @@ class SuccessCriterion(keras.callbacks.Callback):
         self.validation_data = tuple(np.asarray(a, np.float32) for a in validation_data)
         self.test_data = tuple(np.asarray(a, np.float32) for a in test_data)
         self.evaluations: list[Evaluation] = []
+        self._predict_fn = None
         self._last_step = None
         self._next_step = 0
         self.loss_diverged = False
 
     # -- measurement ---------------------------------------------------------
+    def _predict(self, x) -> np.ndarray:
+        """The model's output now, float32, through a compiled forward pass."""
+        if keras.backend.backend() != "tensorflow":
+            # The model's own compiled predict step (jax.jit, ...), which
+            # reads the weights in force.
+            return np.asarray(self.model.predict_on_batch(x))
+        if self._predict_fn is None:
+            # A tf.function of the model itself: it also runs in the cross-
+            # replica context of a tf.distribute strategy, where
+            # predict_on_batch would split the batch over the replicas.
+            import tensorflow as tf
+
+            model = self.model
+            self._predict_fn = tf.function(
+                lambda x: model(x, training=False), reduce_retracing=True
+            )
+        return self._predict_fn(x).numpy()
+
     def _mse(self, data) -> float:
-        # The model's own compiled predict step (tf.function or jax.jit), so
-        # it reads the weights in force on every backend; the error is then
-        # taken in float64.
-        model = self.model
+        # The error is taken in float64, on the host.
         x, t = data
         size = len(x) if self.batch_size is None else self.batch_size
         total = 0.0
         for start in range(0, len(x), size):
-            prediction = np.asarray(model.predict_on_batch(x[start : start + size]))
+            prediction = self._predict(x[start : start + size])
             target = t[start : start + size].reshape(prediction.shape)
             error = prediction.astype(np.float64) - target.astype(np.float64)
             total += float(np.sum(np.square(error)))

@@ -33,6 +33,7 @@ import gc
 import json
 import math
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -153,9 +154,21 @@ def _check_configs(configs) -> list[ExperimentConfig]:
     return configs
 
 
+_BUILD_LOCK = threading.Lock()
+
+
 def build_replica(config: ExperimentConfig):
-    """The model and callbacks `run_experiment` builds for `config`."""
-    keras.utils.set_random_seed(config.seed)
+    """The model and callbacks `run_experiment` builds for `config`.
+
+    Seeding Keras is process-wide, so runs built in several threads (a sweep
+    over several devices) take turns: each gets exactly its seed's weights.
+    """
+    with _BUILD_LOCK:
+        keras.utils.set_random_seed(config.seed)
+        return _build_model_for(config)
+
+
+def _build_model_for(config: ExperimentConfig):
     return build_model(
         config.model,
         input_size=config.input_size,
