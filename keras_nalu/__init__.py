@@ -14,13 +14,16 @@ from keras_nalu import (  # noqa: E402
     regularizers,
 )
 from keras_nalu.layers import (  # noqa: E402
+    MCFC,
     NAC,
     NALU,
     NAU,
+    NMRU,
     NMU,
     NPU,
     ArithmeticCell,
     GatedNAUNMU,
+    MCFCMul,
     NACMul,
     RealNPU,
     iNALU,
@@ -30,13 +33,16 @@ from keras_nalu.layers import (  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
+    "MCFC",
     "NAC",
     "NALU",
     "NAU",
+    "NMRU",
     "NMU",
     "NPU",
     "ArithmeticCell",
     "GatedNAUNMU",
+    "MCFCMul",
     "NACMul",
     "RealNPU",
     "iNALU",

@@ -1,9 +1,10 @@
 """The papers' model presets as data: which units, λ and schedule (001 Table 4).
 
-A preset names its two layers and its sparsity schedule; `build_model` turns
-it into a compiled Keras model plus the callbacks it trains with. Every field
-can be overridden per call. `build_sequence_model` makes the recurrent models
-(a preset's hidden unit as a recurrent cell, or an LSTM/GRU baseline).
+A preset names its layers (two, or one for the single-module task) and its
+sparsity schedule; `build_model` turns it into a compiled Keras model plus the
+callbacks it trains with. Every field can be overridden per call.
+`build_sequence_model` makes the recurrent models (a preset's hidden unit as a
+recurrent cell, or an LSTM/GRU baseline).
 """
 
 import dataclasses
@@ -18,16 +19,23 @@ from keras_nalu import regularizers
 from keras_nalu._validation import check_positive, check_positive_int
 from keras_nalu.callbacks import RegularizationSchedule, find_scheduled_regularizers
 
+#: The learning rate of a preset that names none (Madsen & Johansen 2020).
+DEFAULT_LEARNING_RATE = 1e-3
+
+#: Output kinds that may divide by inputs near 0 (ε in training).
+ZERO_SAFE_DIVISION_KINDS = frozenset({"nmru"})
+
 
 @dataclasses.dataclass(frozen=True)
 class Preset:
     """A two-layer model of Madsen & Johansen (2020), Table 4 (or of the paper of its
-    unit).
+    unit), or one unit alone for the single-module task.
 
     Attributes:
         name: the preset's name (`keras-nalu train --model NAME`).
         layers: the kind of the hidden and of the output layer (see
-            `make_layer`).
+            `make_layer`), or of the output layer alone: a single module
+            maps the inputs to the output (`hidden_size` is unused).
         sparsity: λ_sparse, or None for units without a sparsity regularizer.
             One λ(t) for every unit of the model (Madsen & Johansen 2020, §2.7): the
             NAU/NMU sparsity terms and the NPU's L1 penalty.
@@ -43,10 +51,15 @@ class Preset:
         revision: raised by one whenever the recipe changes. A revision
             above 0 enters `keras_nalu.sweeps.config_id`, so results rows of
             the older recipe are no longer resumed or reused for this one.
+        learning_rate: the recipe's learning rate, used when `build_model`
+            is given none; None for `DEFAULT_LEARNING_RATE`.
+        l1: keyword arguments of the `keras_nalu.regularizers.L1` that the
+            Real NPU kinds put on every parameter (Heim et al.'s growing β),
+            or None.
     """
 
     name: str
-    layers: tuple[str, str]
+    layers: tuple[str, ...]
     sparsity: float | None = None
     start: int | None = None
     end: int | None = None
@@ -55,6 +68,29 @@ class Preset:
     metrics: tuple[str, ...] = ()
     callbacks: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     revision: int = 0
+    learning_rate: float | None = None
+    l1: Mapping[str, Any] | None = None
+
+    def __post_init__(self):
+        if not 1 <= len(self.layers) <= 2:
+            raise ValueError(
+                "Preset expects one or two layer kinds. "
+                f"Received: layers={self.layers!r}"
+            )
+
+    @property
+    def single_module(self) -> bool:
+        """Whether the model is one unit from the inputs to the output."""
+        return len(self.layers) == 1
+
+    @property
+    def divides_near_zero(self) -> bool:
+        """Whether its output unit may divide by inputs near 0 (the NMRU).
+
+        `ArithmeticTask(allow_zero_divisor=...)` takes it for division with
+        an input range that contains 0.
+        """
+        return self.layers[-1] in ZERO_SAFE_DIVISION_KINDS
 
 
 PRESETS: dict[str, Preset] = {
@@ -145,6 +181,97 @@ PRESETS: dict[str, Preset] = {
             50_000,
             "NAU → RealNPU; λ(t) as the npu preset",
         ),
+        Preset(
+            "snmu",
+            ("nau", "snmu"),
+            10.0,
+            1_000_000,
+            2_000_000,
+            "NAU → sNMU, noise U[1, 5] in training; the nmu preset's λ(t) "
+            "(Mistry et al. 2022)",
+        ),
+        # The single-module task (one unit from 2 or 10 inputs to the output)
+        # of Mistry et al.'s benchmark and division papers: the 2-input
+        # recipes (5·10⁴ steps). The 10-input runs move the ramp to
+        # 5·10⁴ → 7.5·10⁴ and train 10⁵ steps (sparsity_start/_end).
+        Preset(
+            "single_nau",
+            ("nau",),
+            0.01,
+            20_000,
+            35_000,
+            "NAU alone (single-module task)",
+        ),
+        Preset(
+            "single_nmu",
+            ("nmu",),
+            10.0,
+            20_000,
+            35_000,
+            "NMU alone (single-module task)",
+        ),
+        Preset(
+            "single_snmu",
+            ("snmu",),
+            10.0,
+            20_000,
+            35_000,
+            "sNMU alone, noise U[1, 5] in training (Mistry et al. 2022)",
+        ),
+        Preset(
+            "single_nmru",
+            ("nmru",),
+            10.0,
+            20_000,
+            35_000,
+            "NMRU alone: Adam 10⁻², global gradient norm clipped to 1 "
+            "(Mistry et al., TMLR 2022)",
+            optimizer_options={"global_clipnorm": 1.0},
+            learning_rate=1e-2,
+        ),
+        Preset(
+            "single_real_npu",
+            ("real_npu",),
+            description="RealNPU alone: Adam 5·10⁻³, L1 on every parameter "
+            "with β 10⁻⁷ → 10⁻⁵ (×10 every 10⁴ steps), the benchmark's × recipe",
+            learning_rate=5e-3,
+            l1={"strength": 1e-5, "initial_strength": 1e-7, "reduction": "sum"},
+        ),
+        Preset(
+            "single_real_npu_div",
+            ("real_npu",),
+            description="RealNPU alone, the ÷ recipe: β 10⁻⁹ → 10⁻⁷",
+            learning_rate=5e-3,
+            l1={"strength": 1e-7, "initial_strength": 1e-9, "reduction": "sum"},
+        ),
+        Preset(
+            "single_real_npu_modified",
+            ("real_npu_modified",),
+            1.0,
+            40_000,
+            50_000,
+            "Modified RealNPU alone: Re clipped to [-1, 1], NAU init, g₀ = ½, "
+            "mean|1 - |Re|| and mean min(g, 1 - g) ramped, L1 β 10⁻⁹ → 10⁻⁷ "
+            "(Mistry et al., TMLR 2022)",
+            learning_rate=5e-3,
+            l1={"strength": 1e-7, "initial_strength": 1e-9, "reduction": "sum"},
+        ),
+        Preset(
+            "single_mcfc",
+            ("mcfc",),
+            10.0,
+            20_000,
+            35_000,
+            "MC-FC alone, -mean(p²) ramped (Hoedt et al. 2021)",
+        ),
+        Preset(
+            "single_mcfc_mul",
+            ("mcfc_mul",),
+            10.0,
+            20_000,
+            35_000,
+            "Log-space MC-FC alone, -mean(p²) ramped (Hoedt et al. 2021)",
+        ),
     )
 }
 
@@ -153,7 +280,18 @@ SEQUENCE_BASELINES = ("lstm", "gru")
 
 #: Kinds whose recurrent cell starts from the multiplicative identity 1.
 MULTIPLICATIVE_KINDS = frozenset(
-    {"nmu", "nac_mul", "nac_mul_sigmoid", "nac_mul_nmu", "npu", "real_npu"}
+    {
+        "nmu",
+        "snmu",
+        "nmru",
+        "nac_mul",
+        "nac_mul_sigmoid",
+        "nac_mul_nmu",
+        "npu",
+        "real_npu",
+        "real_npu_modified",
+        "mcfc_mul",
+    }
 )
 
 
@@ -175,9 +313,62 @@ def _sparsity(preset: Preset, domain: str):
 
 
 def _l1(preset: Preset):
+    if preset.l1 is not None:
+        return regularizers.L1(**preset.l1)
     if preset.sparsity is None:
         return None
     return regularizers.L1(preset.sparsity, preset.start, preset.end)
+
+
+def _combined(*parts):
+    """None, the one regularizer given, or the `Sum` of several."""
+    present = [part for part in parts if part is not None]
+    if len(present) > 1:
+        return regularizers.Sum(present)
+    return present[0] if present else None
+
+
+def _real_npu(n, preset: Preset, name: str):
+    """RealNPU; with `preset.l1`, its L1 covers the gate too, as Heim et al.'s."""
+    l1 = _l1(preset)
+    gate = l1 if preset.l1 is not None else None
+    return units.RealNPU(n, kernel_regularizer=l1, gate_regularizer=gate, name=name)
+
+
+def _real_npu_modified(n, preset: Preset, name: str):
+    """The modified RealNPU (Mistry et al. 2022): clip, NAU init, two ramps, L1."""
+
+    def ramped(cls, **kwargs):
+        if preset.sparsity is None:
+            return None
+        return cls(preset.sparsity, preset.start, preset.end, **kwargs)
+
+    # One L1 for both weights: Σ|Re| + Σ|g| with one β(t).
+    l1 = regularizers.L1(**preset.l1) if preset.l1 is not None else None
+    kernel = _combined(ramped(regularizers.UnitMagnitude), l1)
+    gate = _combined(ramped(regularizers.Sparsity, domain="unsigned"), l1)
+    return units.RealNPU(
+        n,
+        kernel_initializer="nau_uniform",
+        kernel_constraint="clip",
+        kernel_regularizer=kernel,
+        gate_regularizer=gate,
+        name=name,
+    )
+
+
+def _mcfc(cls, n, preset: Preset, name: str):
+    """MC-FC (or its log-space form) with -mean(p²) on R, w and b, one λ(t)."""
+    reward = None
+    if preset.sparsity is not None:
+        reward = regularizers.NegativeL2(preset.sparsity, preset.start, preset.end)
+    return cls(
+        n,
+        junction_regularizer=reward,
+        gate_regularizer=reward,
+        gate_bias_regularizer=reward,
+        name=name,
+    )
 
 
 #: kind -> the layer it makes; NAU/NMU-type weights share the preset's λ(t).
@@ -209,9 +400,16 @@ _LAYER_KINDS = {
     ),
     "inalu": lambda n, p, name: units.iNALU(n, name=name),
     "npu": lambda n, p, name: units.NPU(n, kernel_regularizer=_l1(p), name=name),
-    "real_npu": lambda n, p, name: units.RealNPU(
-        n, kernel_regularizer=_l1(p), name=name
+    "real_npu": _real_npu,
+    "real_npu_modified": _real_npu_modified,
+    "snmu": lambda n, p, name: units.NMU(
+        n, kernel_regularizer=_sparsity(p, "unsigned"), noise=(1.0, 5.0), name=name
     ),
+    "nmru": lambda n, p, name: units.NMRU(
+        n, kernel_regularizer=_sparsity(p, "unsigned"), name=name
+    ),
+    "mcfc": lambda n, p, name: _mcfc(units.MCFC, n, p, name),
+    "mcfc_mul": lambda n, p, name: _mcfc(units.MCFCMul, n, p, name),
 }
 _DENSE_KINDS = {"linear": None, "relu": "relu", "relu6": "relu6"}
 LAYER_KINDS = (*_LAYER_KINDS, *_DENSE_KINDS)
@@ -221,10 +419,11 @@ def make_layer(kind: str, units_out: int, preset: Preset, name: str):
     """One layer of a preset; NAU/NMU share the preset's λ(t) (Madsen & Johansen 2020,
     §2.7).
 
-    Kinds: "nau", "nmu", "nac", "nac_mul", "nac_mul_sigmoid" (NAC•σ),
-    "nac_mul_nmu" (NAC•NMU), "nalu", "nalu_separate", "gated_nau_nmu",
-    "inalu", "npu", "real_npu" and the bias-free Dense baselines "linear",
-    "relu", "relu6".
+    Kinds: "nau", "nmu", "snmu" (noise U[1, 5]), "nmru", "nac", "nac_mul",
+    "nac_mul_sigmoid" (NAC•σ), "nac_mul_nmu" (NAC•NMU), "nalu",
+    "nalu_separate", "gated_nau_nmu", "inalu", "npu", "real_npu",
+    "real_npu_modified", "mcfc", "mcfc_mul" and the bias-free Dense
+    baselines "linear", "relu", "relu6".
     """
     if kind in _LAYER_KINDS:
         return _LAYER_KINDS[kind](units_out, preset, name)
@@ -278,7 +477,7 @@ def build_model(
     input_size: int,
     hidden_size: int = 2,
     output_size: int = 1,
-    learning_rate: float = 1e-3,
+    learning_rate: float | None = None,
     optimizer: str = "adam",
     sparsity: float | None = None,
     start: int | None = None,
@@ -287,14 +486,16 @@ def build_model(
     steps_per_execution: int = 1,
     epsilon: float | None = None,
 ) -> tuple[keras.Model, list[keras.callbacks.Callback]]:
-    """A compiled two-layer model of `preset` and the callbacks it needs.
+    """A compiled model of `preset` (two layers, or one) and the callbacks it needs.
 
     Args:
         preset: a `Preset` or its name.
         input_size: length of the input vector.
-        hidden_size: width of the hidden layer (the paper's default 2).
+        hidden_size: width of the hidden layer (the paper's default 2); a
+            single-module preset has none.
         output_size: width of the output.
-        learning_rate: Adam's (or `optimizer`'s) learning rate; 1e-3 default.
+        learning_rate: Adam's (or `optimizer`'s) learning rate; None for the
+            preset's (`Preset.learning_rate`), else 1e-3.
         optimizer: a Keras optimizer name.
         sparsity, start, end: override the preset's λ and its schedule.
         jit_compile, steps_per_execution: passed to `model.compile`.
@@ -319,18 +520,20 @@ def build_model(
         preset = dataclasses.replace(preset, optimizer_options=options)
     check_positive_int("build_model", "input_size", input_size)
     check_positive_int("build_model", "hidden_size", hidden_size)
-    check_positive("build_model", "learning_rate", learning_rate)
-    hidden_kind, output_kind = preset.layers
-    model = keras.Sequential(
-        [
-            keras.Input((input_size,)),
-            make_layer(hidden_kind, hidden_size, preset, "hidden"),
-            make_layer(output_kind, output_size, preset, "output"),
-        ],
-        name=preset.name,
-    )
+    learning_rate = _learning_rate(preset, learning_rate, "build_model")
+    layers = [keras.Input((input_size,))]
+    if not preset.single_module:
+        layers.append(make_layer(preset.layers[0], hidden_size, preset, "hidden"))
+    layers.append(make_layer(preset.layers[-1], output_size, preset, "output"))
+    model = keras.Sequential(layers, name=preset.name)
     _compile(model, preset, learning_rate, optimizer, jit_compile, steps_per_execution)
     return model, _preset_callbacks(model, preset)
+
+
+def _learning_rate(preset: Preset, learning_rate, owner: str) -> float:
+    if learning_rate is None:
+        learning_rate = preset.learning_rate or DEFAULT_LEARNING_RATE
+    return check_positive(owner, "learning_rate", learning_rate)
 
 
 def build_sequence_model(
@@ -338,7 +541,7 @@ def build_sequence_model(
     input_size: int,
     hidden_size: int = 2,
     output_size: int = 1,
-    learning_rate: float = 1e-3,
+    learning_rate: float | None = None,
     optimizer: str = "adam",
     sparsity: float | None = None,
     start: int | None = None,
@@ -379,7 +582,8 @@ def build_sequence_model(
     """
     check_positive_int("build_sequence_model", "input_size", input_size)
     check_positive_int("build_sequence_model", "hidden_size", hidden_size)
-    check_positive("build_sequence_model", "learning_rate", learning_rate)
+    if learning_rate is not None:
+        check_positive("build_sequence_model", "learning_rate", learning_rate)
     if isinstance(model, str) and model in SEQUENCE_BASELINES:
         preset = Preset(model, (model, "linear"), description=model.upper())
         recurrent_cls = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU}[model]
@@ -392,6 +596,11 @@ def build_sequence_model(
                 f"{sorted([*PRESETS, *SEQUENCE_BASELINES])}. Received: model={model!r}"
             )
         preset = _override(model, sparsity, start, end)
+        if preset.single_module:
+            raise ValueError(
+                "build_sequence_model needs a two-layer preset: its hidden unit "
+                f"becomes the recurrent cell. Received: model={preset.name!r}"
+            )
         hidden_kind, output_kind = preset.layers
         initial = 1.0 if hidden_kind in MULTIPLICATIVE_KINDS else 0.0
         cell = units.ArithmeticCell(
@@ -408,7 +617,7 @@ def build_sequence_model(
     _compile(
         sequence_model,
         preset,
-        learning_rate,
+        _learning_rate(preset, learning_rate, "build_sequence_model"),
         optimizer,
         jit_compile,
         steps_per_execution,

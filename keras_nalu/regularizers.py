@@ -12,6 +12,7 @@ on TensorFlow only.
 
 import math
 import numbers
+from decimal import Decimal
 
 import keras
 from keras import ops
@@ -22,6 +23,7 @@ from keras_nalu._validation import (
     check_choice,
     check_non_negative,
     check_positive,
+    check_positive_int,
 )
 
 SCHEDULE_MODES = ("linear", "exp")
@@ -127,6 +129,8 @@ class ScheduledRegularizer(keras.regularizers.Regularizer):
 def held_scheduled_regularizers(layer, weights=None) -> list[ScheduledRegularizer]:
     """The `ScheduledRegularizer`s `layer` keeps as attributes or on `weights`.
 
+    The parts of a `Sum` count as held.
+
     Args:
         layer: any Keras layer (or model).
         weights: the variables whose `regularizer` to include; default the
@@ -141,8 +145,11 @@ def held_scheduled_regularizers(layer, weights=None) -> list[ScheduledRegularize
     candidates += [getattr(weight, "regularizer", None) for weight in weights]
     found = {}
     for candidate in candidates:
-        if isinstance(candidate, ScheduledRegularizer):
-            found.setdefault(id(candidate), candidate)
+        # A Sum's parts are scheduled one by one (it is defined below).
+        parts = candidate.parts() if isinstance(candidate, Sum) else [candidate]
+        for part in parts:
+            if isinstance(part, ScheduledRegularizer):
+                found.setdefault(id(part), part)
     return list(found.values())
 
 
@@ -259,17 +266,28 @@ class OutOfBounds(ScheduledRegularizer):
 
 @export
 class L1(ScheduledRegularizer):
-    """strength · mean(|W|): pulls every weight towards 0.
+    """strength · mean(|W|) (or the sum): pulls every weight towards 0.
 
-    The Neural Power Unit's sparsity penalty. Heim et al. grow its strength β
-    during training; here β follows the `ScheduledRegularizer` ramp (linear or
-    "exp" between `start` and `end`, driven by `RegularizationSchedule`). The
-    mean (not the sum) keeps β comparable across layer sizes, as for
-    `Sparsity`.
+    The Neural Power Unit's sparsity penalty. Its strength β follows either the
+    `ScheduledRegularizer` ramp (linear or "exp" between `start` and `end`,
+    driven by `RegularizationSchedule`) or, with `initial_strength`, Heim et
+    al.'s growth: β starts at `initial_strength` and is multiplied by `growth`
+    every `growth_every` optimizer steps until it reaches `strength`,
+
+        β(t) = min(initial_strength · growth^⌊t / growth_every⌋, strength).
+
+    The mean (the default reduction) keeps β comparable across layer sizes,
+    as for `Sparsity`; `reduction="sum"` is Heim et al.'s Σ|W|.
 
     Args:
-        strength: β, `>= 0`.
-        start, end, mode: the schedule (see `ScheduledRegularizer`).
+        strength: β (with `initial_strength`, the final β), `>= 0`.
+        start, end, mode: the ramp (see `ScheduledRegularizer`); not with
+            `initial_strength`.
+        reduction: "mean" or "sum" of |W|.
+        initial_strength: β at step 0 of the growth schedule, in
+            (0, strength]; None for the ramp.
+        growth: the factor, > 1, applied every `growth_every` steps.
+        growth_every: steps between two growths, an integer >= 1.
 
     Example:
 
@@ -277,15 +295,196 @@ class L1(ScheduledRegularizer):
     >>> reg = keras_nalu.regularizers.L1(0.5)
     >>> float(reg(np.array([[1.0], [-3.0]], "float32")))
     1.0
+    >>> heim = keras_nalu.regularizers.L1(1e-7, initial_strength=1e-9)
+    >>> [heim.strength_at(t) for t in (0, 9_999, 10_000, 20_000, 90_000)]
+    [1e-09, 1e-09, 1e-08, 1e-07, 1e-07]
 
     Reference: Heim, Pevný, Šmídl, "Neural Power Units", NeurIPS 2020,
-    §3.
+    §3 and App. A (β_start, β_end, β_growth, β_step).
     """
 
     log_name = "l1_strength"
 
+    def __init__(
+        self,
+        strength: float = 1.0,
+        start: int | None = None,
+        end: int | None = None,
+        mode: str = "linear",
+        reduction: str = "mean",
+        initial_strength: float | None = None,
+        growth: float = 10.0,
+        growth_every: int = 10_000,
+    ):
+        self.reduction = check_choice("L1", "reduction", reduction, ("mean", "sum"))
+        self.growth = check_positive("L1", "growth", growth)
+        if self.growth <= 1.0:
+            raise ValueError(f"L1 expects growth > 1. Received: growth={growth!r}")
+        self.growth_every = check_positive_int("L1", "growth_every", growth_every)
+        self.initial_strength = None
+        if initial_strength is not None:
+            self.initial_strength = check_positive(
+                "L1", "initial_strength", initial_strength
+            )
+            if start is not None or end is not None:
+                raise ValueError(
+                    "L1 takes either a ramp (start, end) or a growth schedule "
+                    "(initial_strength), not both. Received: "
+                    f"start={start!r}, end={end!r}, "
+                    f"initial_strength={initial_strength!r}"
+                )
+            if self.initial_strength > strength:
+                raise ValueError(
+                    "L1 expects initial_strength <= strength. Received: "
+                    f"initial_strength={initial_strength!r}, strength={strength!r}"
+                )
+        super().__init__(strength=strength, start=start, end=end, mode=mode)
+
+    @property
+    def scheduled(self) -> bool:
+        return self.initial_strength is not None or super().scheduled
+
+    def strength_at(self, step: float) -> float:
+        if self.initial_strength is None:
+            return super().strength_at(step)
+        # Decimal, as the reference code: 1e-9 · 10 is 1e-8, not 1.0000000000000001e-8.
+        value, cap = Decimal(str(self.initial_strength)), Decimal(str(self.strength))
+        growth = Decimal(str(self.growth))
+        for _ in range(max(int(step), 0) // self.growth_every):
+            if value >= cap:
+                break
+            value *= growth
+        return float(min(value, cap))
+
     def penalty(self, w):
-        return ops.mean(_ops.absolute(w))
+        magnitude = _ops.absolute(w)
+        return ops.sum(magnitude) if self.reduction == "sum" else ops.mean(magnitude)
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "reduction": self.reduction,
+            "initial_strength": self.initial_strength,
+            "growth": self.growth,
+            "growth_every": self.growth_every,
+        }
+
+
+@export
+class UnitMagnitude(ScheduledRegularizer):
+    """strength · mean(|1 - |W||): pulls each weight towards -1 or 1.
+
+    The modified Real NPU's penalty on its exponents: 0 at W = ±1 (multiply
+    or divide by an input), so a weight settles on a sign; a weight that
+    should be 0 is left to the gate and to the L1 penalty. Ramped like the
+    NAU's sparsity regularizer (`start`, `end`).
+
+    Args:
+        strength: the full strength, `>= 0`.
+        start, end, mode: the schedule (see `ScheduledRegularizer`).
+
+    Example:
+
+    >>> import numpy as np, keras_nalu
+    >>> reg = keras_nalu.regularizers.UnitMagnitude()
+    >>> float(reg(np.array([[1.0], [-1.0], [0.5], [0.0]], "float32")))
+    0.375
+
+    Reference: Mistry, Farrahi & Hare, "Learning Division with Neural
+    Arithmetic Logic Modules" (2022), the modified Real NPU.
+    """
+
+    log_name = "unit_magnitude_strength"
+
+    def penalty(self, w):
+        return ops.mean(_ops.absolute(1.0 - _ops.absolute(w)))
+
+
+@export
+class NegativeL2(ScheduledRegularizer):
+    """-strength · mean(W²): rewards large weights.
+
+    The MC-FC's regularizer: growing the junction's logits and the output
+    gate's weight and bias saturates the softmax and the sigmoid, so the
+    junction becomes a selection and the gate exactly 1 (in float32 σ(z)
+    rounds to 1 for z > 16.7). It is unbounded below: use it with a schedule
+    and a finite budget, as the authors do.
+
+    Args:
+        strength: the full strength, `>= 0`.
+        start, end, mode: the schedule (see `ScheduledRegularizer`).
+
+    Example:
+
+    >>> import numpy as np, keras_nalu
+    >>> reg = keras_nalu.regularizers.NegativeL2(2.0)
+    >>> float(reg(np.array([[1.0], [-3.0]], "float32")))
+    -10.0
+
+    Reference: Hoedt et al., "MC-LSTM: Mass-Conserving LSTM", ICML 2021,
+    App. B.1.3, and the authors' single-layer arithmetic code.
+    """
+
+    log_name = "negative_l2_strength"
+
+    def penalty(self, w):
+        return -ops.mean(ops.square(w))
+
+
+@export
+class Sum(keras.regularizers.Regularizer):
+    """The sum of several regularizers on one weight.
+
+    Each part keeps its own schedule: the modified Real NPU's exponents carry
+    a ramped `UnitMagnitude` and Heim et al.'s growing `L1` at once.
+    `RegularizationSchedule` and the units find the scheduled parts inside.
+
+    Args:
+        regularizers: the parts, regularizer objects or identifiers.
+
+    Example:
+
+    >>> import numpy as np, keras_nalu
+    >>> from keras_nalu import regularizers
+    >>> reg = regularizers.Sum([regularizers.L1(1.0), regularizers.UnitMagnitude()])
+    >>> float(reg(np.array([[1.0], [0.5]], "float32")))
+    1.0
+    """
+
+    def __init__(self, regularizers):
+        parts = [keras.regularizers.get(part) for part in regularizers]
+        if not parts or any(part is None for part in parts):
+            raise ValueError(
+                "Sum expects a non-empty list of regularizers. "
+                f"Received: regularizers={regularizers!r}"
+            )
+        self.regularizers = parts
+
+    def __call__(self, w):
+        total = self.regularizers[0](w)
+        for part in self.regularizers[1:]:
+            total = total + part(w)
+        return total
+
+    def parts(self) -> list:
+        """Every regularizer inside, nested `Sum`s flattened."""
+        found = []
+        for part in self.regularizers:
+            found.extend(part.parts() if isinstance(part, Sum) else [part])
+        return found
+
+    def get_config(self):
+        return {
+            "regularizers": [
+                keras.regularizers.serialize(part) for part in self.regularizers
+            ]
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(
+            [keras.regularizers.deserialize(part) for part in config["regularizers"]]
+        )
 
 
 @export
@@ -395,6 +594,14 @@ def nau_sparsity() -> Sparsity:
 def nmu_sparsity() -> Sparsity:
     """The NMU's default: λ = 10 ramped over steps 10⁶ → 2·10⁶ (Table 4)."""
     return Sparsity(strength=10.0, start=1_000_000, end=2_000_000, domain="unsigned")
+
+
+def nmru_sparsity() -> Sparsity:
+    """The NMRU's default: λ = 10 ramped over steps 5·10⁴ → 7.5·10⁴.
+
+    Mistry et al.'s recipe for the 10-input division task (10⁵ steps).
+    """
+    return Sparsity(strength=10.0, start=50_000, end=75_000, domain="unsigned")
 
 
 def inalu_saturation() -> Saturation:

@@ -209,3 +209,117 @@ def test_out_of_bounds_min_above_max_raises():
         ValueError, match=r"min_value <= max_value.*min_value=2.0, max_value=1.0"
     ):
         OutOfBounds(min_value=2.0, max_value=1.0)
+
+
+# --- the new units' penalties: Heim's L1 growth, UnitMagnitude, NegativeL2, Sum ---
+
+
+def test_l1_growth_schedule_is_heims():
+    # β_start 1e-9, ×10 every 10⁴ steps, up to β_end 1e-7 (reference code's
+    # Decimal arithmetic: exactly 1e-8, then 1e-7 from step 2·10⁴ on).
+    reg = regularizers.L1(1e-7, initial_strength=1e-9)
+    steps = [0, 1, 9_999, 10_000, 19_999, 20_000, 30_000, 10**7]
+    strengths = [reg.strength_at(t) for t in steps]
+    assert strengths == [1e-9, 1e-9, 1e-9, 1e-8, 1e-8, 1e-7, 1e-7, 1e-7]
+    assert reg.scheduled and float(to_numpy(reg.current_strength)) == pytest.approx(
+        1e-9
+    )
+    other = regularizers.L1(1e-5, initial_strength=1e-7, growth=2.0, growth_every=5)
+    assert [other.strength_at(t) for t in (4, 5, 10)] == [1e-7, 2e-7, 4e-7]
+
+
+def test_l1_sum_reduction_and_ramp_are_unchanged_by_default():
+    w = np.array([[1.0, -3.0], [0.5, 0.0]], "float32")
+    assert value(regularizers.L1(2.0), w) == pytest.approx(2.0 * 4.5 / 4)
+    assert value(regularizers.L1(2.0, reduction="sum"), w) == pytest.approx(9.0)
+    ramp = regularizers.L1(1.0, start=0, end=10)
+    assert ramp.strength_at(5) == pytest.approx(0.5) and ramp.initial_strength is None
+
+
+@pytest.mark.parametrize(
+    "kwargs, fragment",
+    [
+        ({"reduction": "max"}, "reduction='max'"),
+        ({"initial_strength": 0.0}, "initial_strength=0.0"),
+        ({"initial_strength": 2.0}, "initial_strength=2.0, strength=1.0"),
+        ({"initial_strength": 0.1, "start": 0, "end": 5}, "not both"),
+        ({"growth": 1.0}, "growth > 1. Received: growth=1.0"),
+        ({"growth_every": 0}, "growth_every=0"),
+    ],
+)
+def test_invalid_l1_arguments_are_named(kwargs, fragment):
+    with pytest.raises(ValueError) as info:
+        regularizers.L1(1.0, **kwargs)
+    assert fragment in str(info.value) and "\n" not in str(info.value)
+
+
+def test_unit_magnitude_is_zero_at_plus_and_minus_one():
+    assert value(regularizers.UnitMagnitude(3.0), [[1.0, -1.0], [1.0, -1.0]]) == 0.0
+    w = np.random.default_rng(4).uniform(-2.0, 2.0, (5, 3))
+    expected = 0.5 * np.mean(np.abs(1.0 - np.abs(w)))
+    assert value(regularizers.UnitMagnitude(0.5), w) == pytest.approx(expected, 1e-6)
+    # 0 is not a target: it costs the most.
+    assert value(regularizers.UnitMagnitude(), [[0.0]]) == 1.0
+
+
+def test_negative_l2_rewards_large_weights():
+    w = np.random.default_rng(5).normal(size=(4, 2))
+    expected = -2.0 * np.mean(w**2)
+    assert value(regularizers.NegativeL2(2.0), w) == pytest.approx(expected, 1e-6)
+    assert value(regularizers.NegativeL2(2.0), 3 * w) < value(
+        regularizers.NegativeL2(2.0), w
+    )
+
+
+def test_sum_adds_its_parts_and_exposes_them_to_the_schedule():
+    l1 = regularizers.L1(1.0, start=0, end=10)
+    ramp = regularizers.UnitMagnitude(2.0, start=0, end=10)
+    total = regularizers.Sum([regularizers.Sum([ramp]), l1, "l2"])
+    assert total.parts()[:2] == [ramp, l1] and len(total.parts()) == 3
+    w = np.array([[0.5], [-2.0]], "float32")
+    l1.assign_strength(1.0)
+    ramp.assign_strength(2.0)
+    expected = 1.25 + 2.0 * 0.75 + 0.01 * 4.25
+    assert value(total, w) == pytest.approx(expected, rel=1e-6)
+    layer = keras.layers.Dense(1, kernel_regularizer=total)
+    layer.build((None, 2))
+    held = regularizers.held_scheduled_regularizers(layer, layer.weights)
+    assert held == [ramp, l1]
+    with pytest.raises(ValueError, match=r"regularizers=\[\]"):
+        regularizers.Sum([])
+
+
+def test_sum_serializes_with_its_parts():
+    total = regularizers.Sum(
+        [regularizers.L1(1e-7, initial_strength=1e-9, reduction="sum"), "l2"]
+    )
+    revived = keras.regularizers.deserialize(keras.regularizers.serialize(total))
+    assert type(revived) is regularizers.Sum
+    assert revived.get_config() == total.get_config()
+    l1 = revived.parts()[0]
+    assert (l1.initial_strength, l1.reduction) == (1e-9, "sum")
+
+
+@pytest.mark.parametrize(
+    "regularizer",
+    [
+        regularizers.L1(1e-5, initial_strength=1e-7, reduction="sum"),
+        regularizers.UnitMagnitude(1.0, start=3, end=9),
+        regularizers.NegativeL2(10.0, start=20_000, end=35_000),
+    ],
+)
+def test_new_config_round_trips(regularizer):
+    config = regularizer.get_config()
+    revived = keras.regularizers.deserialize(keras.regularizers.serialize(regularizer))
+    assert type(revived) is type(regularizer)
+    assert revived.get_config() == config
+
+
+def test_nmru_default_is_its_papers_ten_input_ramp():
+    reg = regularizers.nmru_sparsity()
+    assert (reg.strength, reg.start, reg.end, reg.domain) == (
+        10.0,
+        50_000,
+        75_000,
+        "unsigned",
+    )

@@ -14,6 +14,7 @@ from keras_nalu.evaluation.thresholds import (
     EPSILON,
     nearly_perfect_kernel,
     simulate_threshold,
+    single_module_threshold,
     success_threshold,
 )
 
@@ -24,6 +25,7 @@ __all__ = [
     "effective_weights",
     "nearly_perfect_kernel",
     "simulate_threshold",
+    "single_module_threshold",
     "sparsity_error",
     "success_threshold",
     "summarize_evaluations",

@@ -3,6 +3,10 @@
 Madsen & Johansen (2020), §4.1.1: a run solved the task when its extrapolation MSE is
 below that of W^ε, the exact first-layer selection with every right weight 1 - ε
 and every wrong weight ε (ε = 10⁻⁵), followed by the exact operation.
+
+A single module (one unit from the inputs to the output, Mistry et al.'s
+benchmark) has no first layer to perturb; `single_module_threshold` perturbs
+the unit's own output instead (ε = 10⁻⁴).
 """
 
 import hashlib
@@ -15,6 +19,8 @@ import numpy as np
 from keras_nalu.tasks.arithmetic import apply_operation
 
 EPSILON = 1e-5
+SINGLE_MODULE_EPSILON = 1e-4
+SINGLE_MODULE_OPERATIONS = ("add", "sub", "mul", "div")
 SAMPLES = 1_000_000
 SIMULATION_SEED = 2_020
 _CHUNK = 100_000
@@ -34,7 +40,7 @@ def nearly_perfect_kernel(task, epsilon: float) -> np.ndarray:
     return kernel
 
 
-def _cache_key(task, epsilon, samples, seed) -> str:
+def _cache_key(task, epsilon, samples, seed, rule="two_layer") -> str:
     # The offset of the subsets does not change the distribution of the error
     # (inputs are i.i.d.), so only the geometry enters the key.
     geometry = [end - start for start, end in task.subsets]
@@ -53,6 +59,8 @@ def _cache_key(task, epsilon, samples, seed) -> str:
         "seed": seed,
         "version": 1,
     }
+    if rule != "two_layer":  # the two-layer keys stay those of older caches
+        key["rule"] = rule
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
 
 
@@ -111,15 +119,20 @@ def success_threshold(
 
     Reference: Madsen & Johansen (2020), §4.1.1, eq. 16.
     """
-    path = (
-        cache_dir() / "thresholds" / f"{_cache_key(task, epsilon, samples, seed)}.json"
-    )
+    return _cached(task, epsilon, samples, seed, use_cache, "two_layer")
+
+
+def _cached(task, epsilon, samples, seed, use_cache, rule) -> float:
+    """The threshold of `rule`, from the cache or simulated (and cached)."""
+    key = _cache_key(task, epsilon, samples, seed, rule)
+    path = cache_dir() / "thresholds" / f"{key}.json"
     if use_cache and path.exists():
         try:
             return float(json.loads(path.read_text())["threshold"])
         except (ValueError, KeyError):
             pass  # a corrupt cache entry is recomputed
-    threshold = simulate_threshold(task, epsilon, samples, seed)
+    simulate = _RULES[rule]
+    threshold = simulate(task, epsilon, samples, seed)
     if use_cache:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
@@ -128,10 +141,102 @@ def success_threshold(
     return threshold
 
 
+def _single_inputs(task) -> tuple[int, int]:
+    """The two inputs a single module combines, or a ValueError."""
+    lengths = [end - start for start, end in task.subsets]
+    if task.operation not in SINGLE_MODULE_OPERATIONS or lengths != [1, 1]:
+        raise ValueError(
+            "single_module_threshold expects a task of two one-input subsets "
+            f"(t = a ∘ b) and an operation in {list(SINGLE_MODULE_OPERATIONS)}. "
+            f"Received: operation={task.operation!r}, subsets={task.subsets}"
+        )
+    return task.subsets[0][0], task.subsets[1][0]
+
+
+def simulate_single_module_threshold(
+    task,
+    epsilon: float = SINGLE_MODULE_EPSILON,
+    samples: int = SAMPLES,
+    seed: int = SIMULATION_SEED,
+) -> float:
+    """MSE between a single module off by ε and the exact one, on extrapolation.
+
+    With a, b the two selected inputs and x_j the others (Mistry et al.'s
+    simulation, one ε per weight):
+
+        +, −:  t_ε = a ∘ b - ε·Σ_i |x_i|        (every input, a and b too)
+        ×:     t_ε = (1 - ε)²·a·b·∏_j (1 - ε·|x_j|)
+        ÷:     t_ε = (1 - ε)/(1 + ε)·(a / b)·∏_j (1 - ε·|x_j|)
+
+    Inputs are drawn with the task's own sampler from its extrapolation range,
+    and both solutions are evaluated in float64.
+    """
+    first, second = _single_inputs(task)
+    others = [i for i in range(task.input_size) if i not in (first, second)]
+    total, count = 0.0, 0
+    for chunk_index, start in enumerate(range(0, samples, _CHUNK)):
+        n = min(_CHUNK, samples - start)
+        x, _ = task.sample(n, "extrapolation", seed=(seed, chunk_index))
+        x = np.asarray(x, dtype=np.float64)
+        a, b = x[:, first], x[:, second]
+        exact = _evaluate(task.operation, np.stack([a, b], axis=1))
+        if task.operation in ("add", "sub"):
+            near = exact - epsilon * np.abs(x).sum(axis=1)
+        else:
+            ignored = np.prod(1.0 - epsilon * np.abs(x[:, others]), axis=1)
+            scale = (1.0 - epsilon) ** 2
+            if task.operation == "div":
+                scale = (1.0 - epsilon) / (1.0 + epsilon)
+            near = scale * exact * ignored
+        total += float(np.sum((near - exact) ** 2))
+        count += n
+    return total / count
+
+
+def single_module_threshold(
+    task,
+    epsilon: float = SINGLE_MODULE_EPSILON,
+    samples: int = SAMPLES,
+    seed: int = SIMULATION_SEED,
+    use_cache: bool = True,
+) -> float:
+    """The ε-threshold of the single-module task, simulated once and cached.
+
+    A run of one unit from the inputs to the output (e.g. the `single_*`
+    presets) solved `task` when its extrapolation MSE at the best validation
+    step is below this; see `simulate_single_module_threshold` for the
+    nearly-perfect solution it measures. The two-layer `success_threshold`
+    does not apply: with one input per subset its W^ε adds up exactly, and
+    its threshold for + and − is 0 (up to float rounding).
+
+    Example:
+
+    >>> from keras_nalu.tasks.nalm import single_module_task
+    >>> task = single_module_task("add", input_size=2)
+    >>> t = single_module_threshold(task, samples=100_000)
+    >>> 1e-7 < t < 1e-6
+    True
+
+    Reference: Mistry, Farrahi & Hare, "A Primer for Neural Arithmetic Logic
+    Modules" (2022), the single-module task, and the authors' threshold
+    script (ε = 10⁻⁴).
+    """
+    _single_inputs(task)
+    return _cached(task, epsilon, samples, seed, use_cache, "single_module")
+
+
+_RULES = {
+    "two_layer": simulate_threshold,
+    "single_module": simulate_single_module_threshold,
+}
+
 __all__ = [
     "EPSILON",
+    "SINGLE_MODULE_EPSILON",
     "nearly_perfect_kernel",
+    "simulate_single_module_threshold",
     "simulate_threshold",
+    "single_module_threshold",
     "success_threshold",
     "cache_dir",
 ]

@@ -64,7 +64,8 @@ class NPU(ArithmeticLayer):
         epsilon: ε > 0 added to |x|; default 1e-7.
         kernel_initializer: for Re; default `"glorot_uniform"`.
         kernel_regularizer: on Re (and Im); default None.
-        kernel_constraint: on Re (and Im); default None.
+        kernel_constraint: on Re (and Im); default None. `"clip"` clamps to
+            [-1, 1] after each step and in the forward pass.
         imaginary_initializer: for Im; default `"zeros"`.
         gate_initializer: for g; None for the constant ½.
         gate_regularizer: on g; default None.
@@ -148,24 +149,26 @@ class NPU(ArithmeticLayer):
         )
 
     def effective_weights(self):
+        """Re (and Im), clamped as in the forward pass under a `Clip` constraint."""
         weights = {"kernel": self.to_math(self.kernel)}
         if self.complex_weights:
             weights["imaginary_kernel"] = self.to_math(self.imaginary_kernel)
-        return weights
+        return {
+            name: clip_like_constraint(value, self.kernel_constraint)
+            for name, value in weights.items()
+        }
 
     def gate_values(self):
         """g clamped as in the forward pass, shape `(input_dim,)`."""
         return clip_like_constraint(self.to_math(self.gate), self.gate_constraint)
 
     def call(self, inputs):
-        imaginary = (
-            self.to_math(self.imaginary_kernel) if self.complex_weights else None
-        )
+        weights = self.effective_weights()
         y = npu_product(
             self.to_math(inputs),
             self.gate_values(),
-            self.to_math(self.kernel),
-            imaginary,
+            weights["kernel"],
+            weights.get("imaginary_kernel"),
             self.epsilon,
         )
         return self.to_output(y)
@@ -194,12 +197,21 @@ class RealNPU(NPU):
     integer; the sign comes from cos(π·Σ Re_i over negative inputs). Same
     arguments, weights and defaults as `NPU` minus `imaginary_initializer`.
 
+    The modified Real NPU of Mistry et al. (2022) is this layer with Re
+    clipped to [-1, 1] (`kernel_constraint="clip"`), the NAU's
+    initialization (`kernel_initializer="nau_uniform"`), g₀ = ½, and the
+    penalties mean|1 - |Re|| (`keras_nalu.regularizers.UnitMagnitude`) and
+    mean min(g, 1 - g) (`Sparsity(domain="unsigned")`) on a linear ramp,
+    plus Heim et al.'s growing L1 on every parameter: the
+    `single_real_npu_modified` preset.
+
     Args:
         units: output size, an integer >= 1.
         epsilon: ε > 0 added to |x|; default 1e-7.
         kernel_initializer: for Re; default `"glorot_uniform"`.
         kernel_regularizer: on Re; default None.
-        kernel_constraint: on Re; default None.
+        kernel_constraint: on Re; default None. `"clip"` clamps to [-1, 1]
+            after each step and in the forward pass.
         gate_initializer: for g; None for the constant ½.
         gate_regularizer: on g; default None.
         gate_constraint: `"clip"` (to [0, 1]), None, or any Keras constraint.
@@ -221,7 +233,8 @@ class RealNPU(NPU):
     array([[-0.75]], dtype=float32)
 
     Reference: Heim, Pevný, Šmídl, "Neural Power Units", NeurIPS 2020,
-    §3 (the RealNPU).
+    §3 (the RealNPU); Mistry, Farrahi & Hare, "Learning Division with Neural
+    Arithmetic Logic Modules", TMLR 2022 (the modified Real NPU).
     """
 
     complex_weights = False

@@ -237,15 +237,24 @@ class _SubsetSumTask:
 
     def _check_operation_domain(self):
         owner = type(self).__name__
-        for name in ("interpolation_range", "extrapolation_range"):
+        # Only ArithmeticTask has the field; a unit that divides by values
+        # near 0 (the NMRU) is trained there.
+        allow_zero_divisor = getattr(self, "allow_zero_divisor", False)
+        for split in SPLITS:
+            name = f"{split}_range"
             value_range = getattr(self, name)
-            if self.operation == "div" and len(self.subsets) > 1:
-                if value_range.lower <= 0 <= value_range.upper:
-                    raise ValueError(
-                        f"{owner} with operation='div' expects {name} to exclude 0 "
-                        "and keep one sign, or the denominator sum can be 0 or "
-                        f"change sign. Received: {name}={value_range}"
-                    )
+            if (
+                self.operation == "div"
+                and len(self.subsets) > 1
+                and not allow_zero_divisor
+                and self._divisor_may_be_zero(value_range, split)
+            ):
+                raise ValueError(
+                    f"{owner} with operation='div' expects {name} to keep the "
+                    "divisor away from 0 (exclude 0; one sign for a sum of "
+                    "several inputs); only the NMRU divides by values near 0 "
+                    f"(allow_zero_divisor=True). Received: {name}={value_range}"
+                )
             if self.operation == "root" and value_range.lower < 0:
                 if value_range.upper <= 0:
                     raise ValueError(
@@ -268,6 +277,13 @@ class _SubsetSumTask:
                 "range (2**24): rounding alone makes the MSE large.",
                 stacklevel=4,
             )
+
+    def _divisor_may_be_zero(self, value_range, split: str) -> bool:
+        """Whether a divisor, a subset sum over `value_range`, can be 0."""
+        terms = self._steps(split) * max(end - start for start, end in self.subsets[1:])
+        if terms == 1:  # one input: 0 only if a part of the range holds it
+            return any(lo <= 0 <= hi for lo, hi in value_range.parts)
+        return value_range.lower <= 0 <= value_range.upper
 
     def _target_bound(self) -> float:
         """An upper bound of |t| over the extrapolation set (0 if unbounded)."""
@@ -537,8 +553,10 @@ class ArithmeticTask(_SubsetSumTask):
 
     Checks: a `ValueError`, naming the argument and its value, for setups that
     cannot work (unknown operation, non-positive sizes, ratios out of range,
-    subsets that do not fit, empty/inverted ranges, "div" with a range that
-    contains 0 or spans both signs, "root" with only negative values); a
+    subsets that do not fit, empty/inverted ranges, "div" with a divisor that
+    can be 0: a range that contains 0, or spans both signs when the divisor
+    sums several inputs, unless `allow_zero_divisor`; "root" with only
+    negative values); a
     warning for legitimate but risky ones ("root" with a range allowing
     negative sums; targets beyond float32's exact-integer range 2**24; an
     extrapolation range that overlaps the interpolation range, an
@@ -562,6 +580,9 @@ class ArithmeticTask(_SubsetSumTask):
         test_seed: fixed seed of the test inputs.
         explicit_subsets: `[start, end)` pairs replacing the ratio-derived
             subsets (and offset), e.g. for the simple 10-parameter task.
+        allow_zero_divisor: accept "div" with a divisor that can be 0 or
+            near it, for a unit that divides safely there (the NMRU, as
+            `Preset.divides_near_zero` says); the targets are then unbounded.
 
     Example:
 
@@ -592,8 +613,14 @@ class ArithmeticTask(_SubsetSumTask):
     validation_seed: int = DEFAULT_VALIDATION_SEED
     test_seed: int = DEFAULT_TEST_SEED
     explicit_subsets: tuple[tuple[int, int], ...] | None = None
+    allow_zero_divisor: bool = False
 
     def __post_init__(self):
+        if not isinstance(self.allow_zero_divisor, bool):
+            raise ValueError(
+                "ArithmeticTask expects allow_zero_divisor to be True or False. "
+                f"Received: allow_zero_divisor={self.allow_zero_divisor!r}"
+            )
         super().__post_init__()
         shared = self.interpolation_range.overlap(self.extrapolation_range)
         if shared:

@@ -4,9 +4,12 @@ import pytest
 from keras_nalu.evaluation import (
     nearly_perfect_kernel,
     simulate_threshold,
+    single_module_threshold,
     success_threshold,
 )
+from keras_nalu.evaluation.thresholds import simulate_single_module_threshold
 from keras_nalu.tasks import ArithmeticTask
+from keras_nalu.tasks.nalm import single_module_task
 
 # The reference code's values for the default configuration (Madsen & Johansen 2020,
 # §4.1.1).
@@ -53,3 +56,58 @@ def test_threshold_is_cached_on_disk(tmp_path, monkeypatch):
     # A corrupt entry is recomputed, not trusted.
     files[0].write_text("{not json")
     assert success_threshold(task, samples=20_000) == pytest.approx(first)
+
+
+# --- the single-module threshold (Mistry et al.'s benchmark, ε = 10⁻⁴) -----------
+
+# E over a, b ~ U[2, 6]: E[x] = 4, E[x²] = 52/3, E[1/x²] = 1/12.
+_SQUARE, _INVERSE_SQUARE = 52.0 / 3.0, 1.0 / 12.0
+_EPS = 1e-4
+SINGLE_MODULE = {
+    # (operation, inputs): the closed form of the simulated MSE on U[2, 6]
+    ("add", 2): _EPS**2 * (2 * _SQUARE + 2 * 16.0),
+    ("sub", 2): _EPS**2 * (2 * _SQUARE + 2 * 16.0),
+    ("mul", 2): ((1 - _EPS) ** 2 - 1) ** 2 * _SQUARE**2,
+    ("div", 2): ((1 - _EPS) / (1 + _EPS) - 1) ** 2 * _SQUARE * _INVERSE_SQUARE,
+    # Σ of 10 inputs: variance 10·4/3 around 40.
+    ("add", 10): _EPS**2 * (40.0**2 + 10 * 4.0 / 3.0),
+}
+
+
+@pytest.mark.parametrize("operation, inputs", list(SINGLE_MODULE))
+def test_single_module_threshold_matches_its_closed_form(operation, inputs):
+    task = single_module_task(operation, inputs, "U[1,2]", "U[2,6]", seed=4)
+    simulated = simulate_single_module_threshold(task, samples=SAMPLES)
+    assert simulated == pytest.approx(SINGLE_MODULE[operation, inputs], rel=0.02)
+
+
+def test_single_module_threshold_of_ten_inputs_counts_the_distractors():
+    two = single_module_task("mul", 2, "U[1,2]", "U[2,6]")
+    ten = single_module_task("mul", 10, "U[1,2]", "U[2,6]")
+    # ×: a·b·((1 - ε)²∏(1 - ε|x_j|) - 1) ≈ -ε(2 + Σ_j |x_j|)·a·b, 8 distractors
+    expected = _EPS**2 * (34.0**2 + 8 * 4.0 / 3.0) * _SQUARE**2
+    assert simulate_single_module_threshold(ten, samples=SAMPLES) == pytest.approx(
+        expected, rel=0.03
+    )
+    assert simulate_single_module_threshold(two, samples=SAMPLES) < expected / 100
+
+
+def test_single_module_threshold_refuses_other_tasks_in_one_line():
+    with pytest.raises(ValueError) as info:
+        single_module_threshold(ArithmeticTask("mul"))
+    message = str(info.value)
+    assert "subsets=((" in message and "two one-input subsets" in message
+    assert "\n" not in message
+    with pytest.raises(ValueError, match="operation='squared'"):
+        single_module_threshold(single_module_task("squared", 2))
+
+
+def test_single_module_and_two_layer_thresholds_are_cached_apart(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERAS_NALU_CACHE_DIR", str(tmp_path))
+    task = single_module_task("add", 2, "U[1,2]", "U[2,6]")
+    single = single_module_threshold(task, samples=20_000)
+    two_layer = success_threshold(task, samples=20_000)
+    # The two-layer W^ε adds one input exactly: float64 rounding is all it measures.
+    assert two_layer < 1e-25 and single > 1e-7
+    assert len(list((tmp_path / "thresholds").glob("*.json"))) == 2
+    assert single_module_threshold(task, samples=20_000) == single

@@ -7,9 +7,9 @@ passes on every backend:
 - outputs: shape and values against the unit's NumPy float64 `reference`, on
   `(batch, features)` and `(batch, time, features)` inputs (the unit acts on
   the last axis), `compute_output_shape`, a symbolic call, the `InputSpec`;
-- state: the counts of trainable weights, losses and scheduled strengths
-  (non-trainable variables that are not weights), unique weight names, no
-  weights made in `call`;
+- state: the counts of trainable weights, losses, scheduled strengths and
+  seed generators (non-trainable variables that are not weights), unique
+  weight names, no weights made in `call`;
 - configuration: JSON-native `get_config`, `from_config` with the same
   weights gives the same outputs, the registered name deserializes;
 - models: Sequential, functional and subclassed models give the reference
@@ -44,6 +44,7 @@ def run_layer_test(
     expected_num_trainable_weights,
     expected_num_losses,
     expected_num_schedules=0,
+    expected_num_seed_generators=0,
     input_range=(1.0, 2.0),
     float64_functions=True,
     run_training_check=True,
@@ -61,6 +62,9 @@ def run_layer_test(
         expected_num_losses: `len(layer.losses)` once built.
         expected_num_schedules: scheduled regularizers the layer holds, whose
             strengths are its non-trainable variables.
+        expected_num_seed_generators: `keras.random.SeedGenerator`s the layer
+            owns; their states are non-trainable variables too. The outputs
+            checked are the inference ones (`training` false).
         input_range: `(low, high)` of the uniform test inputs.
         float64_functions: the unit takes exp, log, tanh or sigmoid, which
             Keras computes in float32 for float64 tensors outside TensorFlow.
@@ -76,7 +80,7 @@ def run_layer_test(
         input_range,
         expected_num_trainable_weights,
         expected_num_losses,
-        expected_num_schedules,
+        expected_num_schedules + expected_num_seed_generators,
     )
     contract.check_outputs()
     contract.check_state()
@@ -105,7 +109,7 @@ class UnitModel(keras.Model):
 
 class _Contract:
     def __init__(
-        self, layer_cls, kwargs, reference, input_range, weights, losses, schedules
+        self, layer_cls, kwargs, reference, input_range, weights, losses, state
     ):
         self.layer_cls = layer_cls
         self.kwargs = kwargs
@@ -113,7 +117,7 @@ class _Contract:
         self.low, self.high = input_range
         self.num_trainable_weights = weights
         self.num_losses = losses
-        self.num_schedules = schedules
+        self.num_state = state  # strengths and seed-generator states
 
     def make(self, **overrides):
         return self.layer_cls(UNITS, **{**self.kwargs, **overrides})
@@ -159,7 +163,7 @@ class _Contract:
         for when in ("built", "called"):
             assert len(layer.trainable_weights) == self.num_trainable_weights, when
             assert layer.non_trainable_weights == [], when
-            assert len(layer.non_trainable_variables) == self.num_schedules, when
+            assert len(layer.non_trainable_variables) == self.num_state, when
             assert len(layer.losses) == self.num_losses, when
             layer(self.inputs())  # no weights created in `call`
         paths = [w.path for w in layer.weights]
@@ -344,12 +348,13 @@ def inalu(layer, x):
 
 
 def npu(layer, x):
-    """The NPU's (or RealNPU's) real part (Heim et al. 2020, eq. 4-6)."""
+    """The NPU's (or RealNPU's) real part (Heim et al. 2020, eq. 4-6); Re and
+    Im clamped to [-1, 1] under a `Clip` (the modified Real NPU)."""
     x = np.asarray(x, "float64")
     gate = clip_like(layer.gate_constraint, weight(layer, "gate"), 0.0, 1.0)
-    real = weight(layer, "kernel")
+    real = clip_like(layer.kernel_constraint, weight(layer, "kernel"), -1.0, 1.0)
     imaginary = (
-        weight(layer, "imaginary_kernel")
+        clip_like(layer.kernel_constraint, weight(layer, "imaginary_kernel"), -1.0, 1.0)
         if layer.complex_weights
         else np.zeros_like(real)
     )
@@ -357,6 +362,38 @@ def npu(layer, x):
     k = gate * np.pi * (x < 0)
     magnitude = np.exp(np.log(r) @ real - k @ imaginary)
     return magnitude * np.cos(k @ real + np.log(r) @ imaginary)
+
+
+def nmru(layer, x):
+    """∏_j (W_j·z_j + 1 - W_j) · cos(π Σ_i [x_i < 0](W_i + W_(I+i))), z = [|x|,
+    1/|x|] (Mistry et al. 2022), at inference: the exact reciprocal."""
+    x = np.asarray(x, "float64")
+    kernel = clip_like(layer.kernel_constraint, weight(layer, "kernel"), 0.0, 1.0)
+    with np.errstate(divide="ignore"):
+        z = np.concatenate([np.abs(x), 1.0 / np.abs(x)], axis=-1)[..., :, None]
+    magnitude = np.prod(kernel * z + 1.0 - kernel, axis=-2)
+    half = kernel.shape[0] // 2
+    negative = np.pi * (x < 0)
+    return magnitude * np.cos(negative @ (kernel[:half] + kernel[half:]))
+
+
+def mcfc_kernel(layer):
+    """softmax(R) over the outputs, times the gate σ(w + b) (Hoedt et al. 2021)."""
+    junction = weight(layer, "junction")
+    scaled = np.exp(junction - junction.max(axis=-1, keepdims=True))
+    junction = scaled / scaled.sum(axis=-1, keepdims=True)
+    gate = sigmoid(weight(layer, "gate_kernel")[0] + weight(layer, "gate_bias"))
+    return junction * gate
+
+
+def mcfc(layer, x):
+    return np.asarray(x, "float64") @ mcfc_kernel(layer)
+
+
+def mcfc_mul(layer, x):
+    """exp(log x · softmax(R)σ(w + b) + β)."""
+    log_x = np.log(np.asarray(x, "float64"))
+    return np.exp(log_x @ mcfc_kernel(layer) + weight(layer, "bias"))
 
 
 def gated_nau_nmu(layer, x):

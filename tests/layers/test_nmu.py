@@ -7,9 +7,14 @@ import pytest
 
 from keras_nalu import constraints, initializers, regularizers
 from keras_nalu.layers import NMU
-from tests.backend import gradients, to_numpy
+from keras_nalu.layers.nmu import draw_noise
+from tests.backend import gradients, requires_tensorflow, to_numpy
 from tests.layers import contract
-from tests.layers.contract import run_layer_test
+from tests.layers.contract import (
+    check_export_round_trip,
+    check_keras_round_trip,
+    run_layer_test,
+)
 
 VARIANTS = {
     # kwargs, trainable weights, losses once built (a Sparsity: one strength)
@@ -194,3 +199,141 @@ def test_rank_1_input_raises():
         NMU(2)(np.ones(3, "float32"))
     with pytest.raises(ValueError, match=r"NMU expects inputs of rank >= 2"):
         NMU(2).build((3,))
+
+
+# --- the stochastic NMU (sNMU, Mistry et al. 2022) ------------------------------
+
+
+@pytest.mark.parametrize("noise", [(1.0, 5.0), "batch"])
+def test_snmu_layer_contract(noise):
+    run_layer_test(
+        NMU,
+        {"noise": noise, "seed": 3},
+        reference=contract.nmu,  # at inference the sNMU is the NMU
+        expected_num_trainable_weights=1,
+        expected_num_losses=1,
+        expected_num_schedules=1,
+        expected_num_seed_generators=1,
+        input_range=(-2.0, 2.0),
+        float64_functions=False,
+    )
+
+
+def snmu_pair(kernel, noise=(1.0, 5.0), seed=7):
+    """An sNMU and a plain NMU with the same kernel."""
+    return hand_set(kernel, noise=noise, seed=seed), hand_set(kernel)
+
+
+def test_snmu_equals_the_nmu_at_evaluation():
+    kernel = np.random.default_rng(3).uniform(0.0, 1.0, (4, 3))
+    snmu, nmu = snmu_pair(kernel)
+    x = np.random.default_rng(4).uniform(-3.0, 3.0, (32, 4)).astype("float32")
+    expected = to_numpy(nmu(x))
+    np.testing.assert_array_equal(to_numpy(snmu(x)), expected)
+    np.testing.assert_array_equal(to_numpy(snmu(x, training=False)), expected)
+    model = keras.Sequential([keras.Input((4,)), snmu])
+    np.testing.assert_array_equal(model.predict(x, verbose=0), expected)
+    # Training noise moves a non-discrete kernel's output ...
+    assert not np.allclose(to_numpy(snmu(x, training=True)), expected)
+
+
+def test_snmu_training_is_exact_once_the_weights_are_discrete():
+    snmu, nmu = snmu_pair([[1.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
+    x = np.random.default_rng(5).uniform(-3.0, 3.0, (64, 3)).astype("float32")
+    np.testing.assert_allclose(
+        to_numpy(snmu(x, training=True)), to_numpy(nmu(x)), rtol=1e-5, atol=1e-6
+    )
+
+
+@pytest.mark.parametrize("noise", [(1.0, 5.0), (0.5, 0.75), "batch"])
+def test_snmu_training_divides_its_noise_out(noise):
+    kernel = np.random.default_rng(6).uniform(0.1, 0.9, (3, 2))
+    snmu, _ = snmu_pair(kernel, noise=noise, seed=11)
+    x = np.random.default_rng(7).uniform(0.5, 3.0, (16, 3)).astype("float32")
+    y = to_numpy(snmu(x, training=True))
+    # The layer's first draw: the same seed gives the same noise.
+    n = to_numpy(draw_noise(x, snmu.noise, keras.random.SeedGenerator(11)))
+    if noise == "batch":
+        upper = 1.0 + 1.0 / np.std(x, ddof=1)
+        assert n.min() >= 1.0 and n.max() <= upper
+        assert n.max() > 1.0 + 0.5 * (upper - 1.0)  # the draws span the range
+    else:
+        assert noise[0] <= n.min() and n.max() <= noise[1]
+
+    def factors(v):
+        return np.prod(kernel * v[:, :, None] + 1.0 - kernel, axis=1)
+
+    expected = factors(x * n) / factors(n)
+    np.testing.assert_allclose(y, expected, rtol=1e-5)
+    assert not np.allclose(expected, factors(x), rtol=1e-3)  # the noise mattered
+
+
+def test_snmu_noise_follows_its_seed_and_changes_every_step():
+    kernel = np.full((3, 1), 0.5)
+    x = np.ones((4, 3), "float32") * 2.0
+    first, _ = snmu_pair(kernel, seed=1)
+    again, _ = snmu_pair(kernel, seed=1)
+    other, _ = snmu_pair(kernel, seed=2)
+    y1 = to_numpy(first(x, training=True))
+    np.testing.assert_array_equal(y1, to_numpy(again(x, training=True)))
+    assert not np.array_equal(y1, to_numpy(other(x, training=True)))
+    assert not np.array_equal(y1, to_numpy(first(x, training=True)))
+
+
+@pytest.mark.parametrize(
+    "noise",
+    [(5.0, 1.0), (1.0, 1.0), (0.0, 5.0), (-1.0, 2.0), (1.0, np.inf), (1.0,), "U[1,5]"],
+)
+def test_bad_noise_ranges_are_named_in_one_line(noise):
+    with pytest.raises(ValueError) as info:
+        NMU(1, noise=noise)
+    message = str(info.value)
+    assert f"noise={noise!r}" in message and "0 < low < high" in message
+    assert "\n" not in message
+
+
+def test_bad_seed_is_named():
+    with pytest.raises(ValueError, match="seed='1'"):
+        NMU(1, noise=(1.0, 5.0), seed="1")
+
+
+def test_plain_nmu_has_no_random_state():
+    layer = NMU(2)
+    layer.build((None, 3))
+    assert layer.non_trainable_variables == [layer.kernel_regularizer.current_strength]
+    assert not hasattr(layer, "seed_generator")
+    assert layer.get_config()["noise"] is None
+
+
+def _snmu_model():
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((3,))
+    snmu = NMU(2, noise=(1.0, 5.0), seed=5, name="snmu")
+    model = keras.Model(inputs, snmu(inputs))
+    model.compile(keras.optimizers.Adam(0.01), "mse")
+    x = np.random.default_rng(0).uniform(1.0, 2.0, (32, 3)).astype("float32")
+    model.fit(x, np.prod(x[:, :2], axis=1, keepdims=True).repeat(2, 1), verbose=0)
+    return model
+
+
+def test_snmu_keras_round_trip_keeps_the_noise(tmp_path):
+    model = _snmu_model()
+    x = np.random.default_rng(1).uniform(-2.0, 2.0, (8, 3)).astype("float32")
+    loaded = check_keras_round_trip(model, x, tmp_path)
+    layer = loaded.get_layer("snmu")
+    assert layer.noise == (1.0, 5.0) and layer.seed == 5
+
+
+@requires_tensorflow
+def test_exported_snmu_serves_the_plain_nmu(tmp_path):
+    import tensorflow as tf
+
+    model = _snmu_model()
+    x = np.random.default_rng(2).uniform(-2.0, 2.0, (8, 3)).astype("float32")
+    plain = hand_set(to_numpy(model.get_layer("snmu").kernel))
+    check_export_round_trip(model, x, tmp_path)
+    served = tf.saved_model.load(str(tmp_path / "saved_model"))
+    for _ in range(2):  # no noise: the same answer every call
+        np.testing.assert_allclose(
+            served.serve(tf.constant(x)).numpy(), to_numpy(plain(x)), rtol=1e-6
+        )

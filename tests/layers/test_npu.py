@@ -163,3 +163,67 @@ def test_saved_model_round_trip(tmp_path):
     model = _round_trip_model()
     x = _round_trip_inputs()
     check_export_round_trip(model, x, tmp_path)
+
+
+# --- the modified Real NPU (Mistry et al. 2022) ----------------------------------
+
+
+def modified_kwargs():
+    """The modified recipe on RealNPU: clip, NAU init, ramps plus Heim's L1."""
+    l1 = regularizers.L1(1e-7, initial_strength=1e-9, reduction="sum")
+    return {
+        "kernel_initializer": "nau_uniform",
+        "kernel_constraint": "clip",
+        "kernel_regularizer": regularizers.Sum(
+            [regularizers.UnitMagnitude(1.0, 0, 10), l1]
+        ),
+        "gate_regularizer": regularizers.Sum(
+            [regularizers.Sparsity(1.0, 0, 10, domain="unsigned"), l1]
+        ),
+    }
+
+
+def test_modified_real_npu_layer_contract():
+    run_layer_test(
+        RealNPU,
+        modified_kwargs(),
+        reference=contract.npu,
+        expected_num_trainable_weights=2,
+        expected_num_losses=2,  # Re and g, each a Sum
+        expected_num_schedules=3,  # the two ramps and the shared L1
+        input_range=(-2.0, 2.0),
+    )
+
+
+@pytest.mark.parametrize("name", list(UNITS))
+def test_a_clip_constraint_clamps_the_exponents_in_the_forward_pass(name):
+    x = np.random.default_rng(3).uniform(-3.0, 3.0, (16, 2)).astype("float32")
+
+    def layer(kernel, **kwargs):
+        unit = UNITS[name](1, **kwargs)
+        unit.build((None, 2))
+        _ = unit.kernel.assign(kernel)
+        _ = unit.gate.assign([1.0, 1.0])
+        return unit
+
+    outside = layer([[1.7], [-2.5]], kernel_constraint="clip")
+    inside = layer([[1.0], [-1.0]], kernel_constraint="clip")
+    np.testing.assert_array_equal(to_numpy(outside(x)), to_numpy(inside(x)))
+    np.testing.assert_allclose(to_numpy(inside(x))[:, 0], x[:, 0] / x[:, 1], rtol=1e-5)
+    np.testing.assert_array_equal(effective_weights(outside)["kernel"], [[1], [-1]])
+    free = layer([[1.7], [-2.5]])  # no constraint: the raw exponents
+    np.testing.assert_array_equal(
+        effective_weights(free)["kernel"], np.float32([[1.7], [-2.5]])
+    )
+
+
+def test_modified_real_npu_keras_round_trip(tmp_path):
+    inputs = keras.Input((2,))
+    outputs = RealNPU(1, name="modified", **modified_kwargs())(inputs)
+    model = keras.Model(inputs, outputs)
+    loaded = check_keras_round_trip(model, _round_trip_inputs()[:, :2], tmp_path)
+    layer = loaded.get_layer("modified")
+    parts = layer.kernel_regularizer.parts()
+    assert [type(part).__name__ for part in parts] == ["UnitMagnitude", "L1"]
+    assert parts[1].initial_strength == 1e-9
+    assert isinstance(layer.kernel_constraint, constraints.Clip)
