@@ -4,6 +4,7 @@
     python benchmarks/nalm.py --inputs 2 --seeds 0-24      # train what is missing
     python benchmarks/nalm.py --inputs 10 --units nmru --operations div
     python benchmarks/nalm.py --summarize                  # only the tables
+    python benchmarks/nalm.py --inputs 2 --ranges 6 --seeds 0-2 --one-by-one
 
 Each unit learns t = a ∘ b straight from the inputs (one layer; with 10
 inputs, 8 are distractors) on the nine interpolation → extrapolation range
@@ -49,6 +50,7 @@ from keras_nalu.evaluation import single_module_threshold  # noqa: E402
 from keras_nalu.evaluation.statistics import success_rate_interval  # noqa: E402
 from keras_nalu.experiment import ExperimentConfig  # noqa: E402
 from keras_nalu.models import DEFAULT_LEARNING_RATE, get_preset  # noqa: E402
+from keras_nalu.sweeps.runner import parse_seeds  # noqa: E402
 from keras_nalu.tasks import Range  # noqa: E402
 from keras_nalu.tasks.nalm import (  # noqa: E402
     NALM_INPUT_SIZES,
@@ -114,7 +116,7 @@ def recipe(preset_name: str, input_size: int, operation: str) -> dict:
     return fields
 
 
-def plan(input_sizes, units, operations) -> list[Cell]:
+def plan(input_sizes, units, operations, pairs=NALM_RANGES) -> list[Cell]:
     """The cells to run; a range pair a config refuses is skipped, with why."""
     cells = []
     for input_size in input_sizes:
@@ -124,7 +126,7 @@ def plan(input_sizes, units, operations) -> list[Cell]:
                     continue
                 ranges, skipped = [], []
                 fields = recipe(preset, input_size, operation)
-                for interpolation, extrapolation in NALM_RANGES:
+                for interpolation, extrapolation in pairs:
                     try:
                         ExperimentConfig(
                             **fields,
@@ -174,7 +176,6 @@ def train_one_by_one(cell: Cell, seeds: str, results_path: Path) -> None:
     from keras_nalu.sweeps.runner import (
         RESULT_COLUMNS,
         config_id,
-        parse_seeds,
         read_results,
         record_row,
     )
@@ -301,6 +302,9 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--inputs", default="2,10", help="input sizes, e.g. 2,10")
     parser.add_argument("--units", default=",".join(UNITS))
     parser.add_argument("--operations", default="add,sub,mul,div")
+    parser.add_argument(
+        "--ranges", default="0-8", help="indices into NALM_RANGES, e.g. 6 or 0,4-8"
+    )
     parser.add_argument("--seeds", default="0-24")
     parser.add_argument("--chunk-size", type=int, default=225)
     parser.add_argument("--out", default=str(OUT))
@@ -315,7 +319,10 @@ def main(argv=None) -> int:
     sizes = [int(n) for n in _names(args.inputs, map(str, NALM_INPUT_SIZES), "size")]
     units = _names(args.units, UNITS, "unit")
     operations = _names(args.operations, ("add", "sub", "mul", "div"), "operation")
-    cells = plan(sizes, units, operations)
+    indices = parse_seeds(args.ranges, owner="--ranges")
+    if max(indices) >= len(NALM_RANGES):
+        raise SystemExit(f"nalm.py: --ranges goes from 0 to {len(NALM_RANGES) - 1}")
+    cells = plan(sizes, units, operations, [NALM_RANGES[i] for i in indices])
     out = Path(args.out)
     results_path = out / "results.csv"
     if args.dry_run:
