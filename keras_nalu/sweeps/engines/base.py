@@ -51,7 +51,10 @@ from keras_nalu.evaluation import (
 from keras_nalu.experiment import ExperimentConfig
 from keras_nalu.models import build_model, get_preset
 
-_NON_ELEMENTWISE_OPTIONS = ("clipnorm", "global_clipnorm", "use_ema")
+# Norm clipping mixes the replicas if Keras applies it to the stacked
+# gradients: the engines clip each replica's gradient by its own norm instead.
+_PER_REPLICA_OPTIONS = ("clipnorm", "global_clipnorm")
+_NON_ELEMENTWISE_OPTIONS = ("use_ema",)
 BACKUP_FORMAT = 1
 
 RECIPE_FIELDS = (
@@ -445,12 +448,58 @@ class ReplicaRun:
                     "mixes the replicas. Received: "
                     f"{option}={optimizer_config[option]!r}"
                 )
+        # Per replica: the norm of each weight's gradient (clipnorm) or of all
+        # of them (global_clipnorm), as Keras clips one model's.
+        self._clipnorm = optimizer_config.get("clipnorm")
+        self._global_clipnorm = optimizer_config.get("global_clipnorm")
+        if self._clipnorm or self._global_clipnorm:
+            # Keras then ignores clipvalue (and global_clipnorm, if both).
+            self._global_clipnorm = None if self._clipnorm else self._global_clipnorm
+            optimizer_config["clipvalue"] = None
+        for option in _PER_REPLICA_OPTIONS:
+            optimizer_config[option] = None
         self._optimizer_config = optimizer_config
         loss = keras.losses.get(template.loss)
         if isinstance(loss, keras.losses.Loss):
             self._loss = loss
         else:  # a per-sample function, e.g. "mse": the mean over the batch
             self._loss = lambda t, y: keras.ops.mean(loss(t, y))
+
+    def _clip_norms(self, gradients, ops):
+        """Each replica's gradients clipped as Keras clips one model's.
+
+        As in Keras' optimizers: with `clipnorm`, g · c / max(‖g‖, c) for each
+        weight's gradient; else with `global_clipnorm`, every gradient times
+        c · min(1/‖G‖, 1/c), ‖G‖ the norm of all of them together. Here the
+        norms are each replica's own (over all but the leading axis), so no
+        replica's step depends on another's.
+
+        Args:
+            gradients: stacked `[R, ...]` gradients, one per weight.
+            ops: the backend's array functions (`sqrt`, `sum`, `square`,
+                `maximum`, `minimum`, `reshape`), e.g. `jax.numpy`.
+        """
+
+        def squares(values):
+            axes = tuple(range(1, len(values.shape)))
+            return ops.sum(ops.square(values), axis=axes)
+
+        def per_replica(factor, values):
+            return ops.reshape(factor, [-1] + [1] * (len(values.shape) - 1))
+
+        if self._clipnorm:
+            clip = self._clipnorm
+            return [
+                g * clip / per_replica(ops.maximum(ops.sqrt(squares(g)), clip), g)
+                for g in gradients
+            ]
+        if self._global_clipnorm:
+            clip = self._global_clipnorm
+            norm = ops.sqrt(sum(squares(g) for g in gradients))
+            # + (norm - norm): NaN for a non-finite norm, as in Keras.
+            scale = clip * ops.minimum(1.0 / norm, 1.0 / clip) + (norm - norm)
+            return [g * per_replica(scale, g) for g in gradients]
+        return gradients
 
     def _new_optimizer(self, stacked_variables):
         """The template's optimizer, built on the stacked weights."""

@@ -193,6 +193,7 @@ class JaxReplicaRun(ReplicaRun):
             return jnp.sum(losses), losses
 
         gradients, losses = jax.grad(total, has_aux=True)(trainable)
+        gradients = self._clip_norms(gradients, jnp)
         updated, new_state = self.optimizer.stateless_apply(
             optimizer_state, gradients, trainable
         )

@@ -37,6 +37,20 @@ def _read(variable) -> tf.Tensor:
     return tf.identity(variable.value)
 
 
+class _TensorOps:
+    """The few array functions `ReplicaRun._clip_norms` needs, in TensorFlow."""
+
+    sqrt = staticmethod(tf.sqrt)
+    square = staticmethod(tf.square)
+    maximum = staticmethod(tf.maximum)
+    minimum = staticmethod(tf.minimum)
+    reshape = staticmethod(tf.reshape)
+
+    @staticmethod
+    def sum(values, axis):
+        return tf.reduce_sum(values, axis=list(axis))
+
+
 def _replica_axis(mask, rank: int):
     """A `[R]` mask reshaped to broadcast against a `[R, ...]` tensor."""
     return tf.reshape(mask, [-1] + [1] * (rank - 1))
@@ -114,6 +128,7 @@ class TensorFlowReplicaRun(ReplicaRun):
         return losses, tape.gradient(total, weights)
 
     def _apply(self, step, losses, gradients):
+        gradients = self._clip_norms(gradients, _TensorOps)
         before = [_read(v) for v in self._weights + self._slots]
         self.optimizer.apply(gradients, self._weights)
         finite = tf.math.is_finite(losses)
