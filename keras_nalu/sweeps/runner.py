@@ -607,27 +607,34 @@ def train_chunk(
         progress: as for `train_replicas`.
         backup, backup_every: as for `train_replicas`.
     """
-    from keras_nalu.sweeps.engines import train_batched, train_replicas
+    from keras_nalu.sweeps.engines import (
+        NotVectorizableError,
+        train_batched,
+        train_replicas,
+    )
 
     if isinstance(chunk, ExperimentConfig):
         chunk = Chunk(chunk, tuple(seeds))
     config = chunk.config
-    if not vectorizable(config):
+    try:
+        if not vectorizable(config):
+            raise NotVectorizableError(config.model)
+        if chunk.more:
+            records = train_batched(
+                chunk.runs, progress=progress, backup=backup, backup_every=backup_every
+            )
+        else:
+            records = train_replicas(
+                config,
+                list(chunk.seeds),
+                progress=progress,
+                backup=backup,
+                backup_every=backup_every,
+            )
+    except NotVectorizableError:  # this engine cannot: one seed at a time
         records = []
         for part, part_seeds in chunk.parts:
             records += _train_one_by_one(part, part_seeds, progress)
-    elif chunk.more:
-        records = train_batched(
-            chunk.runs, progress=progress, backup=backup, backup_every=backup_every
-        )
-    else:
-        records = train_replicas(
-            config,
-            list(chunk.seeds),
-            progress=progress,
-            backup=backup,
-            backup_every=backup_every,
-        )
     return [record_row(record) for record in records]
 
 

@@ -68,6 +68,7 @@ def engine_class(engine: str | None = None) -> type:
 
 from keras_nalu.sweeps.engines.base import (  # noqa: E402
     RECIPE_FIELDS,
+    NotVectorizableError,
     ReplicaRun,
     execution_size,
     read_backup,
@@ -81,6 +82,7 @@ from keras_nalu.sweeps.engines.base import (  # noqa: E402
 __all__ = [
     "ENGINES",
     "RECIPE_FIELDS",
+    "NotVectorizableError",
     "ReplicaRun",
     "engine_class",
     "engine_name",

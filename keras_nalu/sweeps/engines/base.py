@@ -78,6 +78,21 @@ trained together must agree on them. They may differ in the task's data
 (operation, ranges, subsets) and their seeds."""
 
 
+class NotVectorizableError(ValueError):
+    """A preset that an engine cannot train as replicas (sweeps then train its
+    seeds one after the other with `run_experiment`)."""
+
+
+def _model_state(model) -> list:
+    """The model's non-trainable variables other than the λ strengths.
+
+    E.g. the state of a `keras.random.SeedGenerator` a layer draws noise
+    with: per replica, it is carried and updated as the replica trains.
+    """
+    strengths = {id(r.current_strength) for r in find_scheduled_regularizers(model)}
+    return [v for v in model.non_trainable_variables if id(v) not in strengths]
+
+
 def execution_size(config: ExperimentConfig) -> int:
     """The single run's steps per execution: λ(t) changes only at its multiples."""
     return math.gcd(config.steps_per_execution, config.eval_every)
@@ -328,6 +343,8 @@ class ReplicaRun:
     engine = None
     #: whether the engine trains runs of different tasks together (`batched`).
     supports_batched = False
+    #: whether the engine carries per-replica non-trainable state (noise seeds).
+    supports_state = False
 
     def __new__(cls, *args, engine: str | None = None, **kwargs):
         return super().__new__(_with_engine(cls, engine))
@@ -399,12 +416,13 @@ class ReplicaRun:
         return len(self.configs)
 
     def _build_replicas(self) -> None:
-        weights, template, template_callbacks = [], None, []
+        weights, states, template, template_callbacks = [], [], None, []
         for config in self.configs:
             model, callbacks = build_replica(config)
             weights.append(
                 [keras.ops.convert_to_numpy(v) for v in model.trainable_variables]
             )
+            states.append([keras.ops.convert_to_numpy(v) for v in _model_state(model)])
             if template is None:
                 template, template_callbacks = model, callbacks
             del model
@@ -414,7 +432,7 @@ class ReplicaRun:
             c for c in template_callbacks if not isinstance(c, RegularizationSchedule)
         ]
         if extra:
-            raise ValueError(
+            raise NotVectorizableError(
                 f"train_replicas cannot vectorize preset {self.config.model!r}: it "
                 f"trains with {[type(c).__name__ for c in extra]}, which act on one "
                 "model at a time. Use run_experiment for each seed."
@@ -426,14 +444,18 @@ class ReplicaRun:
         self._regularizers = (
             find_scheduled_regularizers(template) if self._schedule else []
         )
-        strengths = {id(r.current_strength) for r in self._regularizers}
-        state = [v for v in template.non_trainable_variables if id(v) not in strengths]
-        if state:
-            raise ValueError(
-                f"train_replicas expects a model without non-trainable state. "
-                f"Received: preset {self.config.model!r} with "
-                f"{[v.path for v in state]}"
+        self._state_variables = _model_state(template)
+        if self._state_variables and not self.supports_state:
+            raise NotVectorizableError(
+                f"The {self.engine} engine trains models without non-trainable "
+                f"state; preset {self.config.model!r} has "
+                f"{[v.path for v in self._state_variables]}. Use the JAX engine "
+                "(KERAS_BACKEND=jax) or run_experiment for each seed."
             )
+        self._initial_state = [
+            np.stack([replica[i] for replica in states])
+            for i in range(len(self._state_variables))
+        ]
         self._variables = list(template.trainable_variables)
         self._initial_weights = [
             np.stack([replica[i] for replica in weights])
@@ -578,6 +600,10 @@ class ReplicaRun:
     def stacked_optimizer_state(self) -> list[np.ndarray]:
         """Every per-weight optimizer variable (Adam's m, v), stacked: `[R, ...]`."""
         raise NotImplementedError
+
+    def stacked_state(self) -> list[np.ndarray]:
+        """The model's other non-trainable variables, stacked: `[R, ...]`."""
+        return []
 
     def _state_shapes(self) -> list[tuple]:
         return [tuple(a.shape) for a in self._state_arrays()]
@@ -879,6 +905,8 @@ class ReplicaRun:
         model, _ = build_replica(self.configs[r])
         for variable, values in zip(model.trainable_variables, self.weights(r)):
             variable.assign(values)
+        for variable, values in zip(_model_state(model), self.stacked_state()):
+            variable.assign(values[r])
         return model
 
 
