@@ -202,7 +202,8 @@ class TensorFlowReplicaRun(ReplicaRun):
 
     # --- state ------------------------------------------------------------------
 
-    def _state_variables(self) -> list:
+    def _checkpoint_variables(self) -> list:
+        """Every variable a backup holds: weights, optimizer slots, flags."""
         return [
             *self._weights,
             *self.optimizer.variables,
@@ -211,10 +212,10 @@ class TensorFlowReplicaRun(ReplicaRun):
         ]
 
     def _state_arrays(self) -> list[np.ndarray]:
-        return [np.asarray(v.numpy()) for v in self._state_variables()]
+        return [np.asarray(v.numpy()) for v in self._checkpoint_variables()]
 
     def _load_state_arrays(self, arrays) -> None:
-        for variable, values in zip(self._state_variables(), arrays):
+        for variable, values in zip(self._checkpoint_variables(), arrays):
             variable.assign(values)
 
     def stacked_weights(self) -> list[np.ndarray]:
