@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from paper import COMPARISON_COLUMNS, with_paper_columns  # noqa: E402
 
-from keras_nalu.experiment import ExperimentConfig, run_experiment  # noqa: E402
+from keras_nalu.experiments import ExperimentConfig, run_experiment  # noqa: E402
 from keras_nalu.sweeps.summary import summarize  # noqa: E402
 
 COLUMNS = (

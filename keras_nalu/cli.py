@@ -55,7 +55,7 @@ def _none_type(field):
 
 
 def _train(args) -> int:
-    from keras_nalu.experiment import ExperimentConfig, check_run_name, run_experiment
+    from keras_nalu.experiments import ExperimentConfig, check_run_name, run_experiment
     from keras_nalu.export import (
         check_output_folder,
         export_saved_model,
@@ -155,7 +155,7 @@ def _one_line(error: BaseException) -> str:
 
 def _train_summary(record: dict, config, record_path) -> str:
     """The verdict, the config, the formula and where everything went."""
-    from keras_nalu.experiment import NAME_FIELDS, ExperimentConfig
+    from keras_nalu.experiments import NAME_FIELDS, ExperimentConfig
 
     defaults = ExperimentConfig()
     shown = [f"{key}={getattr(config, key)}" for key in NAME_FIELDS]
@@ -407,8 +407,7 @@ def _read_backup(path: Path) -> list[dict]:
 
 
 def _mnist(args) -> int:
-    from keras_nalu.export import check_output_folder, write_record
-    from keras_nalu.mnist import (
+    from keras_nalu.experiments.mnist import (
         MnistConfig,
         judge,
         mae_table,
@@ -417,6 +416,7 @@ def _mnist(args) -> int:
         run_mnist,
         success_rates,
     )
+    from keras_nalu.export import check_output_folder, write_record
     from keras_nalu.sweeps.runner import parse_seeds
     from keras_nalu.tasks.mnist import parse_lengths
 
@@ -494,7 +494,7 @@ def _mnist_line(record: dict) -> dict:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from keras_nalu.experiment import ExperimentConfig
+    from keras_nalu.experiments import ExperimentConfig
     from keras_nalu.models import PRESETS
     from keras_nalu.tasks import OPERATIONS
 
@@ -613,7 +613,7 @@ def build_parser() -> argparse.ArgumentParser:
     progress.add_argument("--brief", action="store_true", help="one line per chunk")
     progress.set_defaults(handler=_progress)
 
-    from keras_nalu.mnist import MnistConfig
+    from keras_nalu.experiments.mnist import MnistConfig
     from keras_nalu.tasks.mnist import OPERATIONS as MNIST_OPERATIONS
     from keras_nalu.tasks.mnist import SOURCES
 

@@ -11,7 +11,7 @@ import pytest
 
 from keras_nalu import callbacks as nalu_callbacks
 from keras_nalu import layers, regularizers
-from keras_nalu.experiment import ExperimentConfig
+from keras_nalu.experiments import ExperimentConfig
 from keras_nalu.models import (
     MULTIPLICATIVE_KINDS,
     PRESETS,

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from keras_nalu.experiment import ExperimentConfig, check_run_name
+from keras_nalu.experiments import ExperimentConfig, check_run_name
 from keras_nalu.sweeps import ReplicaRun, read_backup
 from keras_nalu.sweeps.runner import (
     CONFIG_FIELDS,

@@ -48,7 +48,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from keras_nalu.experiment import ExperimentConfig
+from keras_nalu.experiments import ExperimentConfig
 from keras_nalu.export import check_output_folder
 from keras_nalu.models import get_preset
 from keras_nalu.sweeps._rows import check_identity, row_lines
@@ -634,7 +634,7 @@ def train_chunk(
 def _train_one_by_one(config, seeds, progress) -> list[dict]:
     import keras
 
-    from keras_nalu.experiment import run_experiment
+    from keras_nalu.experiments import run_experiment
 
     records = []
     for seed in seeds:

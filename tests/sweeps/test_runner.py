@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from keras_nalu import cli
-from keras_nalu.experiment import ExperimentConfig, run_experiment
+from keras_nalu.experiments import ExperimentConfig, run_experiment
 from keras_nalu.sweeps.replicas import ReplicaRun
 from keras_nalu.sweeps.runner import (
     RESULT_COLUMNS,

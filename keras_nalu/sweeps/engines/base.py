@@ -48,7 +48,7 @@ from keras_nalu.evaluation import (
     success_threshold,
     summarize_evaluations,
 )
-from keras_nalu.experiment import ExperimentConfig
+from keras_nalu.experiments import ExperimentConfig
 from keras_nalu.models import build_model, get_preset
 
 _NON_ELEMENTWISE_OPTIONS = ("clipnorm", "global_clipnorm", "use_ema")
@@ -95,7 +95,7 @@ def vectorizable(config: ExperimentConfig) -> bool:
 
     Example:
 
-    >>> from keras_nalu.experiment import ExperimentConfig
+    >>> from keras_nalu.experiments import ExperimentConfig
     >>> vectorizable(ExperimentConfig(model="nmu"))
     True
     >>> vectorizable(ExperimentConfig(model="inalu"))
@@ -309,7 +309,7 @@ class ReplicaRun:
 
     Example:
 
-    >>> from keras_nalu.experiment import ExperimentConfig
+    >>> from keras_nalu.experiments import ExperimentConfig
     >>> from keras_nalu.sweeps.replicas import ReplicaRun
     >>> config = ExperimentConfig(model="nau", input_size=10, iterations=200,
     ...                           eval_every=100)
@@ -819,7 +819,7 @@ class ReplicaRun:
 
         Example:
 
-        >>> from keras_nalu.experiment import ExperimentConfig
+        >>> from keras_nalu.experiments import ExperimentConfig
         >>> from keras_nalu.sweeps.replicas import ReplicaRun
         >>> run = ReplicaRun(ExperimentConfig(model="nau", input_size=10,
         ...                                   iterations=10, eval_every=10), [4, 7])
@@ -866,7 +866,7 @@ def read_backup(path: str | os.PathLike) -> list[dict]:
 
     Example:
 
-    >>> from keras_nalu.experiment import ExperimentConfig
+    >>> from keras_nalu.experiments import ExperimentConfig
     >>> from keras_nalu.sweeps.replicas import ReplicaRun, read_backup
     >>> config = ExperimentConfig(model="nau", input_size=10, iterations=200,
     ...                           eval_every=100)
@@ -968,7 +968,7 @@ def train_replicas(
 
     Example:
 
-    >>> from keras_nalu.experiment import ExperimentConfig
+    >>> from keras_nalu.experiments import ExperimentConfig
     >>> from keras_nalu.sweeps.replicas import train_replicas
     >>> records = train_replicas(
     ...     ExperimentConfig(model="nau", input_size=10, iterations=100,
