@@ -86,7 +86,8 @@ def _rows(results: Path, engine: str, name: str):
     import pandas as pd
 
     from keras_nalu.experiments import ExperimentConfig
-    from keras_nalu.sweeps.runner import config_id, parse_seeds, read_results
+    from keras_nalu.sweeps.grid import parse_seeds
+    from keras_nalu.sweeps.results import config_id, read_results
 
     path = results / f"{engine}.csv"
     if not path.exists():

@@ -312,14 +312,13 @@ def _plot(args) -> int:
 
 def _sweep(args) -> int:
     from keras_nalu.export import check_output_folder
-    from keras_nalu.sweeps.runner import (
+    from keras_nalu.sweeps.grid import (
         grid_configs,
         load_grid_file,
         parse_grid,
         parse_seeds,
-        run_sweep,
-        summary_markdown,
     )
+    from keras_nalu.sweeps.runner import run_sweep, summary_markdown
 
     grid = load_grid_file(args.grid_file) if args.grid_file else {}
     grid.update(parse_grid(args.grid or []))
@@ -417,7 +416,7 @@ def _mnist(args) -> int:
         success_rates,
     )
     from keras_nalu.export import check_output_folder, write_record
-    from keras_nalu.sweeps.runner import parse_seeds
+    from keras_nalu.sweeps.grid import parse_seeds
     from keras_nalu.tasks.mnist import parse_lengths
 
     fields = {f.name for f in dataclasses.fields(MnistConfig)}

@@ -21,7 +21,7 @@ from keras_nalu.models import (
     get_preset,
     make_layer,
 )
-from keras_nalu.sweeps.runner import config_id
+from keras_nalu.sweeps.results import config_id
 from keras_nalu.tasks import ArithmeticTask, RecurrentArithmeticTask
 
 NEW_PRESETS = {
