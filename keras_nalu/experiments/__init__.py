@@ -11,14 +11,22 @@ from keras_nalu.experiments.arithmetic import (
     NAME_FIELDS,
     TASK_FIELDS,
     ExperimentConfig,
+    build_experiment_model,
     check_run_name,
+    execution_size,
+    fit_epochs,
     run_experiment,
+    total_steps,
 )
 
 __all__ = [
     "NAME_FIELDS",
     "TASK_FIELDS",
     "ExperimentConfig",
+    "build_experiment_model",
     "check_run_name",
+    "execution_size",
+    "fit_epochs",
     "run_experiment",
+    "total_steps",
 ]

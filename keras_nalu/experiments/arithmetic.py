@@ -15,7 +15,7 @@ from keras_nalu._validation import (
     check_positive,
     check_positive_int,
 )
-from keras_nalu.callbacks import ProgressBar
+from keras_nalu.callbacks import ProgressBar, optimizer_step
 from keras_nalu.evaluation import SuccessCriterion, success_threshold
 from keras_nalu.models import build_model, get_preset
 from keras_nalu.tasks import ArithmeticTask, Range
@@ -213,9 +213,66 @@ class ExperimentConfig:
         return f"{base}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
 
 
-def _execution_size(config: ExperimentConfig) -> int:
-    """steps_per_execution that divides eval_every, so evaluations are exact."""
+def execution_size(config: ExperimentConfig) -> int:
+    """The run's steps per execution: `steps_per_execution` cut to divide `eval_every`.
+
+    Every evaluation then falls at the end of an execution, and λ(t) changes
+    only at its multiples.
+
+    Example:
+
+    >>> execution_size(ExperimentConfig(steps_per_execution=300, eval_every=1_000))
+    100
+    """
     return math.gcd(config.steps_per_execution, config.eval_every)
+
+
+def fit_epochs(config) -> tuple[int, int]:
+    """`(steps_per_epoch, epochs)` of a run's `model.fit`: epochs of `eval_every`.
+
+    A run evaluates at the end of every epoch, so it takes whole epochs:
+    `iterations` rounded up to a multiple of `eval_every`. Any config with
+    `iterations` and `eval_every` fields will do (`MnistConfig` too).
+
+    Example:
+
+    >>> fit_epochs(ExperimentConfig(iterations=2_500, eval_every=1_000))
+    (1000, 3)
+    """
+    steps_per_epoch = min(config.eval_every, config.iterations)
+    return steps_per_epoch, math.ceil(config.iterations / steps_per_epoch)
+
+
+def total_steps(config: ExperimentConfig) -> int:
+    """Optimizer steps `run_experiment` takes: whole epochs of `eval_every`.
+
+    Example:
+
+    >>> total_steps(ExperimentConfig(iterations=2_500, eval_every=1_000))
+    3000
+    """
+    steps_per_epoch, epochs = fit_epochs(config)
+    return steps_per_epoch * epochs
+
+
+def build_experiment_model(config: ExperimentConfig) -> tuple[keras.Model, list]:
+    """The compiled model of `config`'s preset and the callbacks it trains with.
+
+    The weights are drawn from Keras' global generator: seed it first
+    (`keras.utils.set_random_seed(config.seed)`), as `run_experiment` does.
+    """
+    return build_model(
+        config.model,
+        input_size=config.input_size,
+        hidden_size=config.hidden_size,
+        learning_rate=config.learning_rate,
+        optimizer=config.optimizer,
+        epsilon=config.epsilon,
+        sparsity=config.sparsity,
+        start=config.sparsity_start,
+        end=config.sparsity_end,
+        steps_per_execution=execution_size(config),
+    )
 
 
 def run_experiment(
@@ -246,18 +303,7 @@ def run_experiment(
     task = config.task()
     threshold = success_threshold(task)
     keras.utils.set_random_seed(config.seed)
-    model, unit_callbacks = build_model(
-        config.model,
-        input_size=task.input_size,
-        hidden_size=config.hidden_size,
-        learning_rate=config.learning_rate,
-        optimizer=config.optimizer,
-        epsilon=config.epsilon,
-        sparsity=config.sparsity,
-        start=config.sparsity_start,
-        end=config.sparsity_end,
-        steps_per_execution=_execution_size(config),
-    )
+    model, unit_callbacks = build_experiment_model(config)
     judge = SuccessCriterion(
         task.validation_data(),
         task.test_data(),
@@ -268,8 +314,7 @@ def run_experiment(
     all_callbacks = [*unit_callbacks, judge, *callbacks]
     if verbose:
         all_callbacks.append(ProgressBar(config.iterations, description=name))
-    steps_per_epoch = min(config.eval_every, config.iterations)
-    epochs = math.ceil(config.iterations / steps_per_epoch)
+    steps_per_epoch, epochs = fit_epochs(config)
     started = time.perf_counter()
     model.fit(
         task.train_dataset(),
@@ -280,7 +325,7 @@ def run_experiment(
         verbose=0,
     )
     wall_time = time.perf_counter() - started
-    iterations = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
+    iterations = optimizer_step(model)
     record = {
         "name": name,
         "config": config.to_config(),
@@ -299,6 +344,10 @@ __all__ = [
     "NAME_FIELDS",
     "TASK_FIELDS",
     "ExperimentConfig",
+    "build_experiment_model",
     "check_run_name",
+    "execution_size",
+    "fit_epochs",
     "run_experiment",
+    "total_steps",
 ]

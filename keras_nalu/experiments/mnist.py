@@ -26,7 +26,9 @@ from keras_nalu.callbacks import (
     ProgressBar,
     RegularizationSchedule,
     find_scheduled_regularizers,
+    optimizer_step,
 )
+from keras_nalu.experiments.arithmetic import fit_epochs
 from keras_nalu.models import _LAYER_KINDS, get_preset
 from keras_nalu.regularizers import ZRegularizer
 from keras_nalu.tasks.mnist import OPERATIONS, SequentialMnistTask
@@ -368,7 +370,7 @@ class _KeepBest(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         mse = float((logs or {}).get("val_mse", math.nan))
-        step = int(ops.convert_to_numpy(self.model.optimizer.iterations))
+        step = optimizer_step(self.model)
         self.history.append([step, float((logs or {}).get("mse", math.nan)), mse])
         if math.isfinite(mse) and mse < self.best_mse:
             self.best_mse, self.best_step = mse, step
@@ -453,12 +455,12 @@ def run_mnist(
         all_callbacks.append(
             ProgressBar(config.iterations, keys=("loss",), description=config.name)
         )
-    steps_per_epoch = min(config.eval_every, config.iterations)
+    steps_per_epoch, epochs = fit_epochs(config)
     started = time.perf_counter()
     model.fit(
         task.train_dataset(),
         steps_per_epoch=steps_per_epoch,
-        epochs=math.ceil(config.iterations / steps_per_epoch),
+        epochs=epochs,
         validation_data=task.validation_dataset(),
         callbacks=all_callbacks,
         shuffle=False,
@@ -482,7 +484,7 @@ def run_mnist(
                 {} if unit is None else unit.effective_weights()
             ).items()
         },
-        "iterations": int(ops.convert_to_numpy(model.optimizer.iterations)),
+        "iterations": optimizer_step(model),
         "train_time": train_time,
         "wall_time": time.perf_counter() - started,
         "history": keep_best.history,

@@ -66,11 +66,11 @@ def engine_class(engine: str | None = None) -> type:
     return getattr(importlib.import_module(module), name)
 
 
+from keras_nalu.sweeps.engines.backup import read_backup  # noqa: E402
 from keras_nalu.sweeps.engines.base import (  # noqa: E402
     RECIPE_FIELDS,
     ReplicaRun,
     execution_size,
-    read_backup,
     recipe,
     total_steps,
     train_batched,
