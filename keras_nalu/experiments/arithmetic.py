@@ -12,6 +12,7 @@ import keras
 
 from keras_nalu._validation import (
     check_non_negative,
+    check_non_negative_int,
     check_positive,
     check_positive_int,
 )
@@ -121,15 +122,9 @@ class ExperimentConfig:
         check_positive_int(
             "ExperimentConfig", "steps_per_execution", self.steps_per_execution
         )
-        if (
-            isinstance(self.seed, bool)
-            or not isinstance(self.seed, int)
-            or self.seed < 0
-        ):
-            raise ValueError(
-                f"ExperimentConfig expects seed to be an integer >= 0. "
-                f"Received: seed={self.seed!r}"
-            )
+        # A NumPy integer would not survive to_config's JSON: stored as int.
+        seed = check_non_negative_int("ExperimentConfig", "seed", self.seed)
+        object.__setattr__(self, "seed", seed)
         if self.epsilon is not None:
             check_positive("ExperimentConfig", "epsilon", self.epsilon)
         check_positive_int("ExperimentConfig", "hidden_size", self.hidden_size)
@@ -156,13 +151,9 @@ class ExperimentConfig:
             check_non_negative("ExperimentConfig", "sparsity", self.sparsity)
         for name in ("sparsity_start", "sparsity_end"):
             value = getattr(self, name)
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value < 0
-            ):
-                raise ValueError(
-                    f"ExperimentConfig expects {name} to be None or an integer "
-                    f">= 0. Received: {name}={value!r}"
-                )
+            if value is not None:
+                value = check_non_negative_int("ExperimentConfig", name, value)
+                object.__setattr__(self, name, value)
         start = preset.start if self.sparsity_start is None else self.sparsity_start
         end = preset.end if self.sparsity_end is None else self.sparsity_end
         if (self.sparsity is None and preset.sparsity is None) or (

@@ -23,12 +23,11 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-import operator
 import os
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from keras_nalu._validation import check_seeds, parse_ranges
 from keras_nalu.experiments import ExperimentConfig
 
 _DEFAULTS = {
@@ -198,34 +197,9 @@ def parse_seeds(spec: str | Iterable[int], owner: str = "sweep") -> list[int]:
     >>> parse_seeds("0-2,10")
     [0, 1, 2, 10]
     """
-    if not isinstance(spec, str):
-        try:
-            seeds = [operator.index(seed) for seed in spec]
-        except TypeError:
-            raise ValueError(
-                f"{owner} expects seeds as integers. Received: {spec!r}"
-            ) from None
-    else:
-        seeds = []
-        for part in spec.split(","):
-            match = re.fullmatch(r"\s*([0-9]+)\s*(?:-\s*([0-9]+)\s*)?", part)
-            if not match:
-                raise ValueError(
-                    f"{owner} expects seeds like 0-99 or 0,3,7-9. Received: {spec!r}"
-                )
-            first, last = int(match[1]), int(match[2] or match[1])
-            if last < first:
-                raise ValueError(f"{owner}: empty seed range {part!r} in {spec!r}")
-            if len(seeds) + last - first >= MAX_SEEDS:
-                raise ValueError(
-                    f"{owner} expects at most {MAX_SEEDS:,} seeds. Received: {spec!r}"
-                )
-            seeds.extend(range(first, last + 1))
-    if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
-        raise ValueError(
-            f"{owner} expects distinct seeds >= 0, at least one. Received: {spec!r}"
-        )
-    return seeds
+    if isinstance(spec, str):
+        spec = parse_ranges(owner, "seeds", spec, limit=MAX_SEEDS)
+    return check_seeds(owner, spec)
 
 
 def grid_configs(grid: Mapping) -> list[ExperimentConfig]:

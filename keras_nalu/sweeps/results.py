@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from keras_nalu._files import atomic_write
 from keras_nalu.experiments import ExperimentConfig
 from keras_nalu.models import get_preset
 from keras_nalu.sweeps._rows import check_identity, row_lines
@@ -178,17 +179,8 @@ def read_results(path: str | os.PathLike) -> pd.DataFrame:
 
 def write_results(table: pd.DataFrame, path: Path) -> None:
     """Replaces the results file at `path` with `table`, never half-written."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(temporary, "w", encoding="utf-8", newline="") as handle:
+    with atomic_write(path, encoding="utf-8", newline="") as handle:
         table.to_csv(handle, index=False)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
 
 
 @contextlib.contextmanager

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from keras_nalu._validation import check_positive_int
 from keras_nalu.experiments import ExperimentConfig
 from keras_nalu.export import check_output_folder
 from keras_nalu.sweeps.engines.base import recipe, total_steps, vectorizable
@@ -115,15 +116,7 @@ def plan_chunks(
     >>> [chunk.replicas for chunk in plan_chunks(grid, range(3), 10, batch=True)]
     [6]
     """
-    if (
-        isinstance(chunk_size, bool)
-        or not isinstance(chunk_size, int)
-        or (chunk_size < 1)
-    ):
-        raise ValueError(
-            f"sweep expects chunk_size to be an integer >= 1. "
-            f"Received: chunk_size={chunk_size!r}"
-        )
+    check_positive_int("sweep", "chunk_size", chunk_size)
     seeds = list(seeds)
     chunks = []
     for config in configs:

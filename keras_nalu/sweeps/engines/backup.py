@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from keras_nalu._files import atomic_write
 from keras_nalu.evaluation import (
     Evaluation,
     success_threshold,
@@ -132,13 +133,8 @@ def save_backup(run, path: str | os.PathLike) -> None:
         f"variable_{i}": np.asarray(values)
         for i, values in enumerate(run._state_arrays())
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = partial_path(path)
-    with open(partial, "wb") as file:
+    with atomic_write(path, "wb", temporary=partial_path(path)) as file:
         np.savez(file, state=np.array(json.dumps(state)), **arrays)
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(partial, path)
 
 
 def restore_backup(run, path: str | os.PathLike) -> bool:

@@ -45,6 +45,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
+from keras_nalu._validation import check_seeds
 from keras_nalu.callbacks import RegularizationSchedule, find_scheduled_regularizers
 from keras_nalu.evaluation import (
     Evaluation,
@@ -109,23 +110,6 @@ def vectorizable(config: ExperimentConfig) -> bool:
 def recipe(config: ExperimentConfig) -> tuple:
     """The values of `RECIPE_FIELDS`: equal recipes can train as one run."""
     return tuple(getattr(config, name) for name in RECIPE_FIELDS)
-
-
-def check_seeds(seeds) -> list[int]:
-    """Distinct integer seeds >= 0, as a list, or a ValueError naming the bad one."""
-    seeds = list(seeds)
-    if not seeds:
-        raise ValueError("train_replicas expects at least one seed. Received: []")
-    for seed in seeds:
-        if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-            raise ValueError(
-                f"train_replicas expects integer seeds >= 0. Received: seed={seed!r}"
-            )
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(
-            f"train_replicas expects distinct seeds. Received: seeds={seeds!r}"
-        )
-    return [int(seed) for seed in seeds]
 
 
 def _check_configs(configs) -> list[ExperimentConfig]:
@@ -252,7 +236,7 @@ class ReplicaRun:
         seeds: Sequence[int],
         engine: str | None = None,
     ):
-        seeds = check_seeds(seeds)
+        seeds = check_seeds("train_replicas", seeds)
         configs = [dataclasses.replace(config, seed=s) for s in seeds]
         self._setup(configs, single=config)
 
