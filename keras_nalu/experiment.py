@@ -4,18 +4,7 @@ The arithmetic experiment lives in `keras_nalu.experiments.arithmetic`; import
 it from `keras_nalu.experiments`.
 """
 
-from keras_nalu.experiments.arithmetic import (
-    NAME_FIELDS,
-    TASK_FIELDS,
-    ExperimentConfig,
-    check_run_name,
-    run_experiment,
-)
+from keras_nalu import experiments as _experiments
+from keras_nalu.experiments import *  # noqa: F403
 
-__all__ = [
-    "NAME_FIELDS",
-    "TASK_FIELDS",
-    "ExperimentConfig",
-    "check_run_name",
-    "run_experiment",
-]
+__all__ = _experiments.__all__

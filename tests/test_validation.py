@@ -17,7 +17,7 @@ from keras_nalu.experiments import ExperimentConfig
 from keras_nalu.regularizers import Saturation
 from keras_nalu.sweeps.grid import parse_seeds
 from keras_nalu.sweeps.replicas import ReplicaRun
-from keras_nalu.tasks.mnist import parse_lengths
+from keras_nalu.tasks.mnist import SequentialMnistTask, parse_lengths
 from keras_nalu.tasks.number_words import split
 
 
@@ -86,6 +86,7 @@ def test_every_seed_and_count_check_is_the_shared_one():
         (lambda: ExperimentConfig(sparsity_end=-1), "ExperimentConfig", "sparsity_end"),
         (lambda: split(seed=-1), "split", "seed"),
         (lambda: Saturation(warmup_epochs=-1), "Saturation", "warmup_epochs"),
+        (lambda: SequentialMnistTask(seed=-1), "SequentialMnistTask", "seed"),
     ]:
         with pytest.raises(ValueError) as error:
             call()

@@ -329,16 +329,3 @@ def run_experiment(
         "history": [dataclasses.astuple(e) for e in judge.evaluations],
     }
     return model, record
-
-
-__all__ = [
-    "NAME_FIELDS",
-    "TASK_FIELDS",
-    "ExperimentConfig",
-    "build_experiment_model",
-    "check_run_name",
-    "execution_size",
-    "fit_epochs",
-    "run_experiment",
-    "total_steps",
-]

@@ -106,6 +106,18 @@ def _read_linear(layer, kernel) -> _LayerReading:
     )
 
 
+def _read_products(layer, values, keep_sign: bool) -> _LayerReading:
+    """An NMU (weights {0, 1}) or NAC• (weights {-1, 0, 1}, |x|) layer."""
+    kernel = _numpy(layer.effective_weights()["kernel"])
+    rounded, distance = _round(kernel, values)
+    return _LayerReading(
+        _products(rounded, keep_sign=keep_sign),
+        _kernel_distances(layer.name, kernel, distance),
+        [],
+        [""] * kernel.shape[1],
+    )
+
+
 def _read_dense(layer, tolerance) -> _LayerReading:
     activation = getattr(layer.activation, "__name__", str(layer.activation))
     if activation != "linear":
@@ -198,25 +210,11 @@ def _read_layer(layer, tolerance, layer_inputs, gate_names) -> _LayerReading:
     if isinstance(layer, NAU):
         return _read_linear(layer, _numpy(layer.effective_weights()["kernel"]))
     if isinstance(layer, NMU):
-        kernel = _numpy(layer.effective_weights()["kernel"])
-        rounded, distance = _round(kernel, UNSIGNED_VALUES)
-        return _LayerReading(
-            _products(rounded, keep_sign=True),
-            _kernel_distances(layer.name, kernel, distance),
-            [],
-            [""] * kernel.shape[1],
-        )
+        return _read_products(layer, UNSIGNED_VALUES, keep_sign=True)
     if isinstance(layer, NALU):  # before NAC: both share the NAC weights
         return _read_nalu(layer, tolerance, layer_inputs, gate_names)
     if isinstance(layer, NACMul):
-        kernel = _numpy(layer.effective_weights()["kernel"])
-        rounded, distance = _round(kernel, SIGNED_VALUES)
-        return _LayerReading(
-            _products(rounded, keep_sign=False),
-            _kernel_distances(layer.name, kernel, distance),
-            [],
-            [""] * kernel.shape[1],
-        )
+        return _read_products(layer, SIGNED_VALUES, keep_sign=False)
     if isinstance(layer, NAC):
         return _read_linear(layer, _numpy(layer.effective_weights()["kernel"]))
     if isinstance(layer, keras.layers.Dense):

@@ -12,6 +12,9 @@ loses at most those minutes, even of a chunk that takes hours.
 Chunks run one after the other in this process, side by side on the local
 JAX devices, or as Ray tasks (`ray_address`); in every case only this
 process writes the file.
+
+This module also re-exports the names of `grid` and `results`, its former
+contents, so that imports from `keras_nalu.sweeps.runner` keep working.
 """
 
 from __future__ import annotations

