@@ -48,7 +48,7 @@ CONFIG = {"model": "nmu", "operation": "mul", "input_size": 100, "eval_every": 1
 
 
 def _config(**changes):
-    from keras_nalu.experiment import ExperimentConfig
+    from keras_nalu.experiments import ExperimentConfig
 
     return ExperimentConfig(**{**CONFIG, **changes})
 
@@ -82,7 +82,7 @@ def _steps(args) -> int:
 
 def case_fit(args) -> dict:
     """One seed through `run_experiment` (the `keras-nalu train` path)."""
-    from keras_nalu.experiment import run_experiment
+    from keras_nalu.experiments import run_experiment
 
     def train(steps):
         config = _config(iterations=steps, seed=args.seed)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from keras_nalu._files import atomic_write
 from keras_nalu.tasks.arithmetic import apply_operation
 
 EPSILON = 1e-5
@@ -121,10 +122,9 @@ def success_threshold(
             pass  # a corrupt cache entry is recomputed
     threshold = simulate_threshold(task, epsilon, samples, seed)
     if use_cache:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"threshold": threshold, "task": task.to_config()}))
-        os.replace(tmp, path)
+        entry = {"threshold": threshold, "task": task.to_config()}
+        with atomic_write(path, encoding="utf-8") as handle:
+            handle.write(json.dumps(entry))
     return threshold
 
 

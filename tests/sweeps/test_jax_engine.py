@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from keras_nalu.evaluation import sparsity_error
-from keras_nalu.experiment import ExperimentConfig
+from keras_nalu.experiments import ExperimentConfig
 from keras_nalu.models import build_model
 from keras_nalu.sweeps.engines import base as engine_base
 from keras_nalu.sweeps.replicas import (

@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from keras_nalu import cli
-from keras_nalu.experiment import ExperimentConfig, run_experiment
+from keras_nalu.experiments import ExperimentConfig, run_experiment
 from keras_nalu.sweeps.replicas import ReplicaRun, read_backup, train_replicas
 
 pytestmark = pytest.mark.skipif(
