@@ -26,11 +26,10 @@ train: $(STAMP)
 # files, explain) again on Keras' other backends: JAX (a test dependency),
 # PyTorch where installed. tests/test_backend_parity.py and
 # tests/test_without_tensorflow.py run JAX in a subprocess from the first run.
-CORE_TESTS := tests/layers tests/test_callbacks.py tests/test_constraints.py \
-	tests/test_effective_weights.py tests/test_explain.py tests/test_export.py \
+CORE_TESTS := tests/layers tests/callbacks tests/test_constraints.py \
+	tests/test_effective_weights.py tests/explain tests/test_export.py \
 	tests/test_initializers.py tests/test_learning.py tests/test_ops.py \
-	tests/test_regularizers.py tests/test_reinitialization.py \
-	tests/test_serialization.py
+	tests/test_regularizers.py tests/test_serialization.py
 
 test: $(STAMP)
 	$(BIN)/ruff check keras_nalu tests examples benchmarks docs

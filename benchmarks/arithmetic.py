@@ -19,7 +19,6 @@ Table 2 and written to `<out>/summary.md`.
 """
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -30,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from paper import COMPARISON_COLUMNS, with_paper_columns  # noqa: E402
 
-from keras_nalu.experiment import ExperimentConfig, run_experiment  # noqa: E402
+from keras_nalu._files import atomic_write  # noqa: E402
+from keras_nalu.experiments import ExperimentConfig, run_experiment  # noqa: E402
 from keras_nalu.sweeps.summary import summarize  # noqa: E402
 
 COLUMNS = (
@@ -63,9 +63,8 @@ def parts(args):
 def append_row(path: Path, row: dict) -> None:
     table = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=COLUMNS)
     table = pd.concat([table, pd.DataFrame([row])], ignore_index=True)
-    tmp = path.with_suffix(".tmp")
-    table.to_csv(tmp, index=False)
-    os.replace(tmp, path)
+    with atomic_write(path, encoding="utf-8", newline="") as handle:
+        table.to_csv(handle, index=False)
 
 
 def table_text(results: pd.DataFrame) -> str:

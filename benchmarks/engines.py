@@ -85,8 +85,9 @@ def train(engine: str, name: str, results: Path, chunk_size: int) -> float:
 def _rows(results: Path, engine: str, name: str):
     import pandas as pd
 
-    from keras_nalu.experiment import ExperimentConfig
-    from keras_nalu.sweeps.runner import config_id, parse_seeds, read_results
+    from keras_nalu.experiments import ExperimentConfig
+    from keras_nalu.sweeps.grid import parse_seeds
+    from keras_nalu.sweeps.results import config_id, read_results
 
     path = results / f"{engine}.csv"
     if not path.exists():

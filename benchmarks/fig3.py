@@ -35,13 +35,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from table2 import OUT as TABLE_2_OUT  # noqa: E402
 from table6 import OUT as TABLE_6_OUT  # noqa: E402
 
+from keras_nalu.sweeps.grid import grid_configs, parse_seeds  # noqa: E402
 from keras_nalu.sweeps.plots import plot_results  # noqa: E402
-from keras_nalu.sweeps.runner import (  # noqa: E402
-    config_id,
-    grid_configs,
-    parse_seeds,
-    run_sweep,
-)
+from keras_nalu.sweeps.results import config_id  # noqa: E402
+from keras_nalu.sweeps.runner import run_sweep  # noqa: E402
 from keras_nalu.sweeps.summary import load_results, summarize  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "fig3"

@@ -32,7 +32,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from keras_nalu.experiment import ExperimentConfig  # noqa: E402
+from keras_nalu.experiments import ExperimentConfig  # noqa: E402
 from keras_nalu.sweeps.replicas import ReplicaRun  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "gates"

@@ -12,7 +12,7 @@ baseline mean MSE):
 
 Both train 3,000 steps with early stopping on the validation MSE, and the
 units use the package's sequential-MNIST sparsity schedule
-(`keras_nalu.mnist.MNIST_SPARSITY`: λ 100 ramped in over steps 1,000–1,500).
+(`keras_nalu.experiments.mnist.MNIST_SPARSITY`: λ 100 ramped in over steps 1,000–1,500).
 
 Usage::
 
@@ -31,7 +31,7 @@ import statistics
 import time
 from pathlib import Path
 
-from keras_nalu import mnist
+from keras_nalu.experiments import mnist
 
 TASKS = {
     "product": dict(

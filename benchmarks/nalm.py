@@ -48,9 +48,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TF's start-up lines
 
 from keras_nalu.evaluation import single_module_threshold  # noqa: E402
 from keras_nalu.evaluation.statistics import success_rate_interval  # noqa: E402
-from keras_nalu.experiment import ExperimentConfig  # noqa: E402
+from keras_nalu.experiments import ExperimentConfig  # noqa: E402
 from keras_nalu.models import DEFAULT_LEARNING_RATE, get_preset  # noqa: E402
-from keras_nalu.sweeps.runner import parse_seeds  # noqa: E402
+from keras_nalu.sweeps.grid import parse_seeds  # noqa: E402
 from keras_nalu.tasks import Range  # noqa: E402
 from keras_nalu.tasks.nalm import (  # noqa: E402
     NALM_INPUT_SIZES,
@@ -172,7 +172,7 @@ def train_one_by_one(cell: Cell, seeds: str, results_path: Path) -> None:
     """Each (config, seed) with `run_experiment`, appended to the results file."""
     import keras
 
-    from keras_nalu.experiment import run_experiment
+    from keras_nalu.experiments import run_experiment
     from keras_nalu.sweeps.runner import (
         RESULT_COLUMNS,
         config_id,

@@ -13,9 +13,11 @@ Measures, on Madsen & Johansen's (2020) NAU → NMU model (100 inputs, batch
   targets.
 
 Each case runs in its own process with its `KERAS_BACKEND` and trains twice,
-`--warmup` and `--warmup + --steps` steps; the rate is the difference of
-steps over the difference of wall times, which removes building, tracing and
-compiling. The best of `--repeats` processes is kept (a shared machine's load
+`--warmup` and `--warmup + steps` steps; the rate is the difference of steps
+over the difference of wall times, which removes building, tracing and
+compiling. `steps` is `--steps`, or more for few replicas: at least
+`--seed-steps / R`, so that every case measures about as many seed-steps.
+The best of `--repeats` processes is kept (a shared machine's load
 varies). Cases whose backend is not installed are skipped (e.g. TensorFlow on
 a GPU machine that has only JAX).
 
@@ -46,7 +48,7 @@ CONFIG = {"model": "nmu", "operation": "mul", "input_size": 100, "eval_every": 1
 
 
 def _config(**changes):
-    from keras_nalu.experiment import ExperimentConfig
+    from keras_nalu.experiments import ExperimentConfig
 
     return ExperimentConfig(**{**CONFIG, **changes})
 
@@ -73,9 +75,14 @@ def _device() -> str:
     return "CPU"
 
 
+def _steps(args) -> int:
+    """Measured steps: `--steps`, or `--seed-steps / R` if that is more."""
+    return max(args.steps, -(-args.seed_steps // args.replicas))
+
+
 def case_fit(args) -> dict:
     """One seed through `run_experiment` (the `keras-nalu train` path)."""
-    from keras_nalu.experiment import run_experiment
+    from keras_nalu.experiments import run_experiment
 
     def train(steps):
         config = _config(iterations=steps, seed=args.seed)
@@ -83,7 +90,7 @@ def case_fit(args) -> dict:
         run_experiment(config, verbose=False)
         return time.perf_counter() - started
 
-    result = _rate(train, args.warmup, args.steps)
+    result = _rate(train, args.warmup, _steps(args))
     return {**result, "seed_iterations_per_second": result["steps_per_second"]}
 
 
@@ -102,7 +109,7 @@ def case_replicas(args) -> dict:
         setup[steps] = built - started
         return time.perf_counter() - built
 
-    result = _rate(train, args.warmup, args.steps)
+    result = _rate(train, args.warmup, _steps(args))
     return {
         **result,
         "setup_s": max(setup.values()),
@@ -128,21 +135,24 @@ def case_profile(args) -> dict:
     fixed = FixedBatch(config, seeds)
     fixed._fixed = jax.block_until_ready(drawn.training_batch(0))
     block = 1000
-    times = {}
-    for name, run in (("drawn", drawn), ("fixed", fixed)):
+    for run in (drawn, fixed):
         run._train_block(0, run._strengths(0, block))  # compiles
         jax.block_until_ready(run._trainable)
-        best = float("inf")
-        for _ in range(3):
-            started = time.perf_counter()
+    times = {"drawn": float("inf"), "fixed": float("inf")}
+    cpu = dict(times)
+    for _ in range(5):  # alternating, so both see the same load
+        for name, run in (("drawn", drawn), ("fixed", fixed)):
+            wall, used = time.perf_counter(), time.process_time()
             run._train_block(0, run._strengths(0, block))
             jax.block_until_ready(run._trainable)
-            best = min(best, (time.perf_counter() - started) / block * 1e3)
-        times[name] = best
+            times[name] = min(times[name], (time.perf_counter() - wall) / block * 1e3)
+            cpu[name] = min(cpu[name], (time.process_time() - used) / block * 1e3)
     return {
         "step_ms_batches_drawn": times["drawn"],
         "step_ms_fixed_batch": times["fixed"],
-        "random_numbers_and_targets_share": 1 - times["fixed"] / times["drawn"],
+        "cpu_ms_batches_drawn": cpu["drawn"],
+        "cpu_ms_fixed_batch": cpu["fixed"],
+        "random_numbers_and_targets_share": 1 - cpu["fixed"] / cpu["drawn"],
     }
 
 
@@ -155,8 +165,8 @@ def _installed(module: str) -> bool:
 
 def _run_case(case: str, engine: str, replicas: int, args) -> dict:
     command = [sys.executable, __file__, "--case", case]
-    for flag in ("steps", "warmup", "seed"):
-        command += [f"--{flag}", str(getattr(args, flag))]
+    for flag in ("steps", "seed_steps", "warmup", "seed"):
+        command += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
     command += ["--replicas", str(replicas)]
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "KERAS_BACKEND": engine}
     best = None
@@ -210,6 +220,12 @@ def main(argv=None) -> int:
         "--engines", default="fit,tensorflow,jax", help="fit, tensorflow, jax"
     )
     parser.add_argument("--steps", type=int, default=3000, help="measured steps")
+    parser.add_argument(
+        "--seed-steps",
+        type=int,
+        default=300_000,
+        help="measure at least this many seed-steps: steps >= seed-steps / R",
+    )
     parser.add_argument("--warmup", type=int, default=1000, help="steps subtracted")
     parser.add_argument("--repeats", type=int, default=2, help="best of N processes")
     parser.add_argument("--seed", type=int, default=0)
@@ -285,10 +301,13 @@ def main(argv=None) -> int:
         print(f"{name}: {value:.2f}")
     if profile:
         print(
-            f"JAX engine, R=100, per step: {profile['step_ms_batches_drawn']:.2f} ms "
-            f"with batches drawn, {profile['step_ms_fixed_batch']:.2f} ms on a "
-            "fixed batch: random numbers and targets are "
-            f"{profile['random_numbers_and_targets_share']:.0%} of a step"
+            "JAX engine, R=100, per step (wall / CPU ms): "
+            f"{profile['step_ms_batches_drawn']:.2f} / "
+            f"{profile['cpu_ms_batches_drawn']:.2f} with the batches drawn in the "
+            f"step, {profile['step_ms_fixed_batch']:.2f} / "
+            f"{profile['cpu_ms_fixed_batch']:.2f} on a fixed batch: drawing the "
+            "random numbers and targets is "
+            f"{profile['random_numbers_and_targets_share']:.0%} of a step's CPU time"
         )
     if skipped:
         print(f"skipped: {', '.join(skipped)}")

@@ -1,49 +1,150 @@
-"""Argument checks shared by the constructors: one message shape everywhere."""
+"""Argument checks and parsers shared by the package: one message shape everywhere.
+
+Every check raises a `ValueError` that names who asks (`owner`), the argument
+and the value received, e.g. `"NMU expects units to be an integer >= 1.
+Received: units=0"`, and returns the value in its plain Python type.
+"""
 
 import math
 import numbers
+import re
+from collections.abc import Iterable
 
 
-def check_positive_int(owner: str, name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+def _is_integer(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _check_integer(owner: str, name: str, value, minimum: int) -> int:
+    if not _is_integer(value) or value < minimum:
         raise ValueError(
-            f"{owner} expects {name} to be an integer >= 1. Received: {name}={value!r}"
+            f"{owner} expects {name} to be an integer >= {minimum}. "
+            f"Received: {name}={value!r}"
         )
     return int(value)
 
 
-def check_non_negative(owner: str, name: str, value) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not math.isfinite(value)
-        or value < 0
-    ):
+def check_positive_int(owner: str, name: str, value) -> int:
+    """`value` as an int, if it is an integer >= 1 (not a bool)."""
+    return _check_integer(owner, name, value, 1)
+
+
+def check_non_negative_int(owner: str, name: str, value) -> int:
+    """`value` as an int, if it is an integer >= 0 (a seed, a step, a count)."""
+    return _check_integer(owner, name, value, 0)
+
+
+def _check_real(owner: str, name: str, value, bound: str, allow_zero: bool) -> float:
+    valid = (
+        isinstance(value, numbers.Real)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and (value >= 0 if allow_zero else value > 0)
+    )
+    if not valid:
         raise ValueError(
-            f"{owner} expects {name} to be a finite number >= 0. "
+            f"{owner} expects {name} to be a finite number {bound}. "
             f"Received: {name}={value!r}"
         )
     return float(value)
+
+
+def check_non_negative(owner: str, name: str, value) -> float:
+    """`value` as a float, if it is a finite real number >= 0."""
+    return _check_real(owner, name, value, ">= 0", allow_zero=True)
 
 
 def check_positive(owner: str, name: str, value) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise ValueError(
-            f"{owner} expects {name} to be a finite number > 0. "
-            f"Received: {name}={value!r}"
-        )
-    return float(value)
+    """`value` as a float, if it is a finite real number > 0."""
+    return _check_real(owner, name, value, "> 0", allow_zero=False)
 
 
 def check_choice(owner: str, name: str, value, choices) -> str:
+    """`value`, if it is one of `choices`."""
     if value not in choices:
         raise ValueError(
             f"{owner} expects {name} to be one of {sorted(choices)}. "
             f"Received: {name}={value!r}"
         )
     return value
+
+
+def check_seeds(owner: str, seeds: Iterable) -> list[int]:
+    """`seeds` as a list of ints, if they are distinct integers >= 0, at least one.
+
+    Example:
+
+    >>> check_seeds("sweep", (3, 1))
+    [3, 1]
+    """
+    try:
+        seeds = list(seeds)
+    except TypeError:
+        raise ValueError(
+            f"{owner} expects a list of seeds. Received: seeds={seeds!r}"
+        ) from None
+    if not seeds:
+        raise ValueError(f"{owner} expects at least one seed. Received: seeds=[]")
+    seen: set[int] = set()
+    for seed in seeds:
+        if not _is_integer(seed) or seed < 0:
+            raise ValueError(
+                f"{owner} expects integer seeds >= 0. Received: seed={seed!r}"
+            )
+        if seed in seen:
+            raise ValueError(f"{owner} expects distinct seeds. Received: {seed} twice")
+        seen.add(int(seed))
+    return [int(seed) for seed in seeds]
+
+
+_RANGE_PART = re.compile(r"\s*([0-9]+)\s*(?:-\s*([0-9]+)\s*)?")
+
+
+def parse_ranges(
+    owner: str,
+    name: str,
+    text: str,
+    limit: int = 1_000_000,
+    example: str = "0-99 or 0,3,7-9",
+) -> list[int]:
+    """The integers of `"0-2,7"`: ranges `a-b` (both ends in) and single values.
+
+    The integers come in the order given, repeats kept; the callers decide
+    whether a repeat is an error (seeds) or not (lengths).
+
+    Args:
+        owner: who asks, for the messages (`"sweep"`, `"mnist --seeds"`).
+        name: the argument, for the messages (`"seeds"`, `"lengths"`).
+        text: the list, e.g. `"0-99"` or `"1,10,100"`.
+        limit: the most integers the list may name, so that a typo such as
+            `0-1000000000` fails at once rather than fill the memory.
+        example: a well-formed list, for the messages.
+
+    Raises:
+        ValueError: a part that is not `a` or `a-b` with `a <= b`, or more
+            than `limit` integers.
+
+    Example:
+
+    >>> parse_ranges("sweep", "seeds", "0-2,10")
+    [0, 1, 2, 10]
+    """
+    values: list[int] = []
+    for part in str(text).split(","):
+        match = _RANGE_PART.fullmatch(part)
+        if not match:
+            raise ValueError(
+                f"{owner} expects {name} like {example}. Received: {name}={text!r}"
+            )
+        first, last = int(match[1]), int(match[2] or match[1])
+        if last < first:
+            raise ValueError(
+                f"{owner}: the range {part.strip()!r} is empty. "
+                f"Received: {name}={text!r}"
+            )
+        if len(values) + last - first >= limit:
+            raise ValueError(
+                f"{owner} expects at most {limit:,} {name}. Received: {name}={text!r}"
+            )
+        values.extend(range(first, last + 1))
+    return values

@@ -14,6 +14,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
+from keras_nalu._files import atomic_write
 from keras_nalu._optional import require
 
 MANIFEST = "manifest.json"
@@ -94,10 +95,9 @@ def next_version(model_dir: Path) -> int:
 
 
 def _write_json(path: Path, payload) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True, default=_jsonable))
-    os.replace(tmp, path)
+    text = json.dumps(payload, indent=2, sort_keys=True, default=_jsonable)
+    with atomic_write(path, encoding="utf-8") as handle:
+        handle.write(text)
 
 
 def _jsonable(value):

@@ -11,7 +11,6 @@ on TensorFlow only.
 """
 
 import math
-import numbers
 from decimal import Decimal
 
 import keras
@@ -22,6 +21,7 @@ from keras_nalu._api import export
 from keras_nalu._validation import (
     check_choice,
     check_non_negative,
+    check_non_negative_int,
     check_positive,
     check_positive_int,
 )
@@ -539,16 +539,9 @@ class Saturation(ScheduledRegularizer):
             if loss_threshold is None
             else check_positive("Saturation", "loss_threshold", loss_threshold)
         )
-        if (
-            isinstance(warmup_epochs, bool)
-            or not isinstance(warmup_epochs, numbers.Integral)
-            or warmup_epochs < 0
-        ):
-            raise ValueError(
-                "Saturation expects warmup_epochs to be an integer >= 0. "
-                f"Received: warmup_epochs={warmup_epochs!r}"
-            )
-        self.warmup_epochs = int(warmup_epochs)
+        self.warmup_epochs = check_non_negative_int(
+            "Saturation", "warmup_epochs", warmup_epochs
+        )
         self.enabled = self.loss_threshold is None
         super().__init__(strength=strength, start=start, end=end, mode=mode)
 

@@ -11,7 +11,7 @@ import pytest
 
 from keras_nalu import callbacks as nalu_callbacks
 from keras_nalu import constraints, initializers, layers, regularizers
-from keras_nalu.experiment import ExperimentConfig
+from keras_nalu.experiments import ExperimentConfig
 from keras_nalu.models import (
     MULTIPLICATIVE_KINDS,
     PRESETS,
@@ -21,7 +21,7 @@ from keras_nalu.models import (
     get_preset,
     make_layer,
 )
-from keras_nalu.sweeps.runner import config_id
+from keras_nalu.sweeps.results import config_id
 from keras_nalu.tasks import ArithmeticTask, RecurrentArithmeticTask
 from tests.backend import to_numpy
 

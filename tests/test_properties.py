@@ -22,17 +22,19 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from keras_nalu.experiment import ExperimentConfig, check_run_name
+from keras_nalu.experiments import ExperimentConfig, check_run_name
 from keras_nalu.sweeps import ReplicaRun, read_backup
-from keras_nalu.sweeps.runner import (
-    CONFIG_FIELDS,
-    RESULT_COLUMNS,
-    config_id,
+from keras_nalu.sweeps.grid import (
     grid_configs,
     load_grid_file,
     normalize_grid,
     parse_grid,
     parse_seeds,
+)
+from keras_nalu.sweeps.results import (
+    CONFIG_FIELDS,
+    RESULT_COLUMNS,
+    config_id,
     read_results,
     record_row,
 )

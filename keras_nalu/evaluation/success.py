@@ -8,6 +8,7 @@ import numpy as np
 
 from keras_nalu._api import export
 from keras_nalu._validation import check_non_negative, check_positive_int
+from keras_nalu.callbacks.utils import optimizer_step
 from keras_nalu.evaluation.sparsity import sparsity_error
 
 
@@ -21,7 +22,9 @@ class Evaluation:
     sparsity_error: float
 
 
-def summarize_evaluations(evaluations, threshold: float) -> dict:
+def summarize_evaluations(
+    evaluations, threshold: float, *, loss_diverged: bool = False
+) -> dict:
     """Success, solved-at and the early-stopping choice from evaluation points.
 
     - best step: the evaluation with the lowest interpolation (validation) MSE;
@@ -31,17 +34,18 @@ def summarize_evaluations(evaluations, threshold: float) -> dict:
       lose it again);
     - final success: the last evaluation's extrapolation MSE is below
       `threshold`;
-    - diverged: any MSE that is not finite.
+    - diverged: any MSE that is not finite, or `loss_diverged` (a run
+      stopped because its training loss stopped being finite).
 
     NaN never counts as success: a non-finite MSE is neither "best" nor below
-    the threshold.
+    the threshold, and a diverged run has failed.
     """
     finite = [
         e
         for e in evaluations
         if math.isfinite(e.interpolation_mse) and math.isfinite(e.extrapolation_mse)
     ]
-    diverged = len(finite) < len(evaluations)
+    diverged = loss_diverged or len(finite) < len(evaluations)
     solved = [e.step for e in finite if e.extrapolation_mse < threshold]
     solved_at = solved[0] if solved else None
     last = evaluations[-1] if evaluations else None
@@ -184,11 +188,8 @@ class SuccessCriterion(keras.callbacks.Callback):
         return evaluation
 
     # -- Keras hooks -----------------------------------------------------------
-    def _step(self) -> int:
-        return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
-
     def on_train_begin(self, logs=None):
-        step = self._step()
+        step = optimizer_step(self.model)
         self._next_step = (step // self.eval_every + 1) * self.eval_every
         if self._last_step != step:
             self._judge(self.evaluate(step))
@@ -198,9 +199,9 @@ class SuccessCriterion(keras.callbacks.Callback):
         if loss is not None and not math.isfinite(float(loss)):
             self.loss_diverged = True
             self.model.stop_training = True
-            self._judge(self.evaluate(self._step()))
-        elif self._step() >= self._next_step:
-            step = self._step()
+            self._judge(self.evaluate(optimizer_step(self.model)))
+        elif optimizer_step(self.model) >= self._next_step:
+            step = optimizer_step(self.model)
             self._next_step = (step // self.eval_every + 1) * self.eval_every
             self._judge(self.evaluate(step))
         self._write_logs(logs)
@@ -209,7 +210,7 @@ class SuccessCriterion(keras.callbacks.Callback):
         self._write_logs(logs)
 
     def on_train_end(self, logs=None):
-        step = self._step()
+        step = optimizer_step(self.model)
         if self._last_step != step:
             self._judge(self.evaluate(step))
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from keras_nalu._files import atomic_write
 from keras_nalu.tasks.arithmetic import apply_operation
 
 EPSILON = 1e-5
@@ -134,10 +135,9 @@ def _cached(task, epsilon, samples, seed, use_cache, rule) -> float:
     simulate = _RULES[rule]
     threshold = simulate(task, epsilon, samples, seed)
     if use_cache:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"threshold": threshold, "task": task.to_config()}))
-        os.replace(tmp, path)
+        entry = {"threshold": threshold, "task": task.to_config()}
+        with atomic_write(path, encoding="utf-8") as handle:
+            handle.write(json.dumps(entry))
     return threshold
 
 

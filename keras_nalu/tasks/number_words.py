@@ -20,6 +20,8 @@ import dataclasses
 
 import numpy as np
 
+from keras_nalu._validation import check_non_negative_int
+
 UNITS = (
     "zero one two three four five six seven eight nine ten eleven twelve "
     "thirteen fourteen fifteen sixteen seventeen eighteen nineteen"
@@ -250,11 +252,8 @@ def split(seed: int = 0) -> NumberWordsSplit:
     >>> len(parts.train), len(parts.validation), len(parts.test)
     (169, 200, 631)
     """
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(
-            f"split expects seed to be an integer >= 0. Received: {seed!r}"
-        )
-    rng = np.random.default_rng(int(seed))
+    seed = check_non_negative_int("split", "seed", seed)
+    rng = np.random.default_rng(seed)
     rest = rng.permutation(np.arange(len(ALWAYS_IN_TRAIN), len(NUMBERS)))
     train = list(ALWAYS_IN_TRAIN)
     seen = {token for n in train for token in number_to_tokens(n)}

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from keras_nalu._files import atomic_write
 from tests.distribute import _worker
 
 HERE = Path(__file__).parent
@@ -54,8 +55,8 @@ def _watch(process: subprocess.Popen, log, status: Path, timeout: float) -> None
         outcome = "timeout"
     finally:
         log.close()
-    status.with_suffix(".tmp").write_text(outcome)
-    os.replace(status.with_suffix(".tmp"), status)
+    with atomic_write(status) as handle:
+        handle.write(outcome)
 
 
 class Runs:

@@ -55,6 +55,15 @@ def test_success_is_judged_at_the_best_validation_step():
     )
 
 
+def test_a_run_stopped_for_its_loss_is_diverged_never_success():
+    evaluations = _scripted([(0, 5.0, 50.0), (1000, 0.2, 0.5)])
+    solved = summarize_evaluations(evaluations, threshold=1.0)
+    assert (solved["success"], solved["diverged"]) == (True, False)
+    stopped = summarize_evaluations(evaluations, threshold=1.0, loss_diverged=True)
+    assert (stopped["success"], stopped["diverged"]) == (False, True)
+    assert stopped["best_step"] == solved["best_step"] == 1000
+
+
 def test_nan_is_diverged_never_success():
     evaluations = _scripted([(0, 1.0, 0.5), (1000, math.nan, math.nan)])
     result = summarize_evaluations(evaluations, threshold=1.0)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from keras_nalu.evaluation import sparsity_error
-from keras_nalu.experiment import ExperimentConfig
+from keras_nalu.experiments import ExperimentConfig
 from keras_nalu.models import build_model
 from keras_nalu.sweeps.engines import base as engine_base
 from keras_nalu.sweeps.replicas import (
@@ -388,3 +388,25 @@ def test_ray_chunks_ask_for_a_gpu_where_the_cluster_has_one(tmp_path, monkeypatc
     assert requests and requests[0]["num_gpus"] == 1
     assert requests[0]["runtime_env"]["env_vars"]["KERAS_BACKEND"] == "jax"
     assert set(outcome.results["engine"]) == {"jax"}
+
+
+@pytest.mark.parametrize("option", ["clipnorm", "global_clipnorm"])
+def test_norm_clipping_is_each_replicas_own(option, monkeypatch):
+    """A replica clipped by its own norm trains as `model.fit` does."""
+    from keras_nalu import models
+
+    preset = models.Preset("clipped", ("nau", "nmu"), optimizer_options={option: 0.05})
+    monkeypatch.setitem(models.PRESETS, "clipped", preset)
+    steps = 40
+    config = _config(
+        model="clipped", iterations=steps, eval_every=steps, learning_rate=0.05
+    )
+    run = ReplicaRun(config, [7, 8])
+    batches = [run.training_batch(step) for step in range(steps)]
+    run.train(progress=False)
+    x = np.concatenate([np.asarray(b[0][1]) for b in batches])
+    t = np.concatenate([np.asarray(b[1][1]) for b in batches])
+    model, _ = engine_base.build_replica(dataclasses.replace(config, seed=8))
+    model.fit(x, t, batch_size=128, epochs=1, shuffle=False, verbose=0)
+    for a, b in zip(run.weights(1), model.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

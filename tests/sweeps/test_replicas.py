@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from keras_nalu import cli
-from keras_nalu.experiment import ExperimentConfig, run_experiment
+from keras_nalu.experiments import ExperimentConfig, run_experiment
 from keras_nalu.sweeps.replicas import ReplicaRun, read_backup, train_replicas
 
 pytestmark = pytest.mark.skipif(
@@ -351,3 +351,34 @@ def test_the_jax_engine_on_another_backend_is_one_line():
         ReplicaRun.batched(
             [config, dataclasses.replace(config, operation="sub", seed=1)]
         )
+
+
+@pytest.mark.parametrize("option", ["clipnorm", "global_clipnorm"])
+def test_norm_clipping_is_each_replicas_own(option, monkeypatch):
+    """Clipped by its own gradient norm, a replica trains as `model.fit` does."""
+    from keras_nalu import models
+
+    preset = models.Preset("clipped", ("nau", "nmu"), optimizer_options={option: 0.05})
+    monkeypatch.setitem(models.PRESETS, "clipped", preset)
+    config = ExperimentConfig(
+        model="clipped",
+        operation="mul",
+        input_size=10,
+        iterations=300,
+        eval_every=100,
+        learning_rate=0.05,
+    )
+    seeds = [1, 2]
+    run = ReplicaRun(config, seeds)
+    run.train(progress=False)
+    singles = _single_runs(config, seeds)
+    unclipped = dataclasses.replace(config, model="nmu")
+    free = ReplicaRun(unclipped, seeds)
+    free.train(progress=False)
+    for r, seed in enumerate(seeds):
+        for replica_weight, single_weight in zip(run.weights(r), singles[seed][0]):
+            np.testing.assert_allclose(replica_weight, single_weight, atol=1e-4)
+        moved = max(
+            np.abs(a - b).max() for a, b in zip(run.weights(r), free.weights(r))
+        )
+        assert moved > 1e-3  # the clip was in force

@@ -1,4 +1,4 @@
-"""Sweeps: grid syntax, resumable results file, refusal of foreign files."""
+"""Sweeps: chunks, a resumable results file, refusal of foreign files."""
 
 import fcntl
 import os
@@ -12,19 +12,11 @@ import pandas as pd
 import pytest
 
 from keras_nalu import cli
-from keras_nalu.experiment import ExperimentConfig, run_experiment
+from keras_nalu.experiments import ExperimentConfig, run_experiment
+from keras_nalu.sweeps.grid import grid_configs, parse_grid
 from keras_nalu.sweeps.replicas import ReplicaRun
-from keras_nalu.sweeps.runner import (
-    RESULT_COLUMNS,
-    chunk_backup,
-    config_id,
-    grid_configs,
-    parse_grid,
-    parse_seeds,
-    plan_chunks,
-    read_results,
-    run_sweep,
-)
+from keras_nalu.sweeps.results import RESULT_COLUMNS, config_id, read_results
+from keras_nalu.sweeps.runner import chunk_backup, plan_chunks, run_sweep
 from keras_nalu.sweeps.summary import load_results
 from tests.bad_paths import unwritable_folder
 
@@ -41,57 +33,6 @@ TIMING = ["wall_time", "iterations_per_second"]
 
 def _sorted(table):
     return table.sort_values(["config_id", "seed"]).reset_index(drop=True)
-
-
-def test_grid_syntax():
-    grid = parse_grid(
-        [
-            "model=nmu,nau",
-            "sparsity=none,10",
-            "stop_on_success=true",
-            "interpolation_range:extrapolation_range=U[1,2]:U[2,6],[-2,2]:U[-6,-2] ∪ "
-            "U[2,6]",
-        ]
-    )
-    assert grid[("sparsity",)] == [(None,), (10.0,)]
-    assert grid[("stop_on_success",)] == [(True,)]
-    assert grid[("interpolation_range", "extrapolation_range")] == [
-        ("U[1,2]", "U[2,6]"),
-        ("[-2,2]", "U[-6,-2] ∪ U[2,6]"),
-    ]
-    configs = grid_configs(grid)
-    assert len(configs) == 8
-    assert {(c.model, c.sparsity, c.extrapolation_range) for c in configs} >= {
-        ("nau", None, "U[-6,-2] ∪ U[2,6]")
-    }
-    assert parse_seeds("0-2,7") == [0, 1, 2, 7]
-
-
-@pytest.mark.parametrize(
-    "items, message",
-    [
-        (["colour=red"], "unknown field 'colour'"),
-        (["seed=1,2"], "--seeds"),
-        (["hidden_size=two"], "hidden_size expects int"),
-        (["sparsity_start:sparsity_end=1:2,3"], "takes 2 values"),
-        (["model=nmu", "model=nau"], None),
-        (["model"], "KEY=V1,V2"),
-    ],
-)
-def test_bad_grids_are_refused(items, message):
-    if message is None:  # a later item replaces an earlier one of the same key
-        assert parse_grid(items) == {("model",): [("nau",)]}
-        return
-    with pytest.raises(ValueError, match=message):
-        parse_grid(items)
-
-
-def test_bad_configurations_and_seeds_are_refused():
-    with pytest.raises(ValueError, match="invalid configuration.*input_size"):
-        grid_configs({"input_size": [0]})
-    for spec in ("3-1", "a", "1,1"):
-        with pytest.raises(ValueError):
-            parse_seeds(spec)
 
 
 def test_chunks_are_cut_before_finished_pairs_are_removed():
@@ -315,15 +256,6 @@ def test_a_file_from_before_epsilon_resumes_with_its_ids(tmp_path):
     table = read_results(path)
     assert len(set(table["config_id"])) == 2
     assert sorted(table["epsilon"].fillna(0)) == [0, 1e-8]
-
-
-def test_epsilon_enters_the_config_id_only_when_set():
-    default = ExperimentConfig()
-    assert config_id(default) == "c15431c47713f"  # the id before epsilon existed
-    assert config_id(default) == config_id(ExperimentConfig(epsilon=None))
-    assert config_id(default) != config_id(ExperimentConfig(epsilon=1e-8))
-    with pytest.raises(ValueError, match="epsilon"):
-        ExperimentConfig(epsilon=0.0)
 
 
 def test_a_row_cut_short_is_refused_with_its_line_and_untouched(tmp_path):

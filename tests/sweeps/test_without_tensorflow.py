@@ -12,7 +12,7 @@ SCRIPT = r"""
 import json, sys
 sys.modules["tensorflow"] = None  # as if it were not installed
 import keras_nalu
-from keras_nalu.experiment import ExperimentConfig
+from keras_nalu.experiments import ExperimentConfig
 from keras_nalu.sweeps.replicas import train_replicas
 from keras_nalu import cli
 

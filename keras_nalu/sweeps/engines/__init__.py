@@ -1,7 +1,8 @@
 """Replica engines: one backend-neutral `ReplicaRun`, one training step per backend.
 
 `ReplicaRun` (in `base.py`) holds everything the engines share: the replicas'
-setup, the loop between evaluations, the verdicts, backups and records. An
+setup, the loop between evaluations, the verdicts and records; `backup.py`
+writes and reads its backup file. An
 engine compiles the block of training steps and the evaluation for its Keras
 backend: `tensorflow.py` (`tf.function`, `tf.vectorized_map`) and `jax.py`
 (`jax.jit`, `jax.vmap`, `jax.lax.scan`). `ReplicaRun(...)` and
@@ -66,11 +67,12 @@ def engine_class(engine: str | None = None) -> type:
     return getattr(importlib.import_module(module), name)
 
 
+from keras_nalu.sweeps.engines.backup import read_backup  # noqa: E402
 from keras_nalu.sweeps.engines.base import (  # noqa: E402
     RECIPE_FIELDS,
+    NotVectorizableError,
     ReplicaRun,
     execution_size,
-    read_backup,
     recipe,
     total_steps,
     train_batched,
@@ -81,6 +83,7 @@ from keras_nalu.sweeps.engines.base import (  # noqa: E402
 __all__ = [
     "ENGINES",
     "RECIPE_FIELDS",
+    "NotVectorizableError",
     "ReplicaRun",
     "engine_class",
     "engine_name",

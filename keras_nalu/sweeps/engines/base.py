@@ -1,4 +1,4 @@
-"""What every replica engine shares: setup, the loop, evaluation, backups, records.
+"""What every replica engine shares: setup, the loop, evaluation, records.
 
 An engine trains R runs of the arithmetic task together as one vectorized
 model: the replicas' weights are stacked along a leading axis and one
@@ -8,7 +8,8 @@ one in its layer. The engines differ only in how a block of training steps
 and an evaluation are compiled: `engines/tensorflow.py` (`tf.function`,
 `tf.vectorized_map`) and `engines/jax.py` (`jax.jit`, `jax.vmap`,
 `jax.lax.scan`). Everything else lives here, the way Keras shares
-`keras/src/trainers/trainer.py` between its backends' trainers.
+`keras/src/trainers/trainer.py` between its backends' trainers; the backup
+file (`save_backup`, `restore_backup`, `read_backup`) is in `backup.py`.
 
 Per replica, everything follows `run_experiment` with that replica's config:
 
@@ -22,6 +23,10 @@ Per replica, everything follows `run_experiment` with that replica's config:
 - divergence: a replica whose loss or weights stop being finite is frozen at
   its last finite state and recorded as diverged; the others never see it.
 
+Why one module of about 750 lines: it is one class, `ReplicaRun`, whose
+setup, loop, evaluation and records share one state (as Keras' `Trainer`
+is one file), plus `train_replicas` and `train_batched`, which run it.
+
 Reference: Madsen & Johansen, "Neural Arithmetic Units", ICLR 2020, §4.1.1
 and App. C.2 (100 seeds per configuration).
 """
@@ -30,7 +35,6 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-import json
 import math
 import os
 import threading
@@ -41,6 +45,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
+from keras_nalu._validation import check_seeds
 from keras_nalu.callbacks import RegularizationSchedule, find_scheduled_regularizers
 from keras_nalu.evaluation import (
     Evaluation,
@@ -48,11 +53,23 @@ from keras_nalu.evaluation import (
     success_threshold,
     summarize_evaluations,
 )
-from keras_nalu.experiment import ExperimentConfig
-from keras_nalu.models import build_model, get_preset
+from keras_nalu.experiments import (
+    ExperimentConfig,
+    build_experiment_model,
+    execution_size,
+    total_steps,
+)
+from keras_nalu.models import get_preset
+from keras_nalu.sweeps.engines.backup import (
+    partial_path,
+    restore_backup,
+    save_backup,
+)
 
-_NON_ELEMENTWISE_OPTIONS = ("clipnorm", "global_clipnorm", "use_ema")
-BACKUP_FORMAT = 1
+# Norm clipping mixes the replicas if Keras applies it to the stacked
+# gradients: the engines clip each replica's gradient by its own norm instead.
+_PER_REPLICA_OPTIONS = ("clipnorm", "global_clipnorm")
+_NON_ELEMENTWISE_OPTIONS = ("use_ema",)
 
 RECIPE_FIELDS = (
     "model",
@@ -75,15 +92,19 @@ trained together must agree on them. They may differ in the task's data
 (operation, ranges, subsets) and their seeds."""
 
 
-def execution_size(config: ExperimentConfig) -> int:
-    """The single run's steps per execution: λ(t) changes only at its multiples."""
-    return math.gcd(config.steps_per_execution, config.eval_every)
+class NotVectorizableError(ValueError):
+    """A preset that an engine cannot train as replicas (sweeps then train its
+    seeds one after the other with `run_experiment`)."""
 
 
-def total_steps(config: ExperimentConfig) -> int:
-    """Optimizer steps `run_experiment` takes: whole epochs of `eval_every`."""
-    steps_per_epoch = min(config.eval_every, config.iterations)
-    return math.ceil(config.iterations / steps_per_epoch) * steps_per_epoch
+def _model_state(model) -> list:
+    """The model's non-trainable variables other than the λ strengths.
+
+    E.g. the state of a `keras.random.SeedGenerator` a layer draws noise
+    with: per replica, it is carried and updated as the replica trains.
+    """
+    strengths = {id(r.current_strength) for r in find_scheduled_regularizers(model)}
+    return [v for v in model.non_trainable_variables if id(v) not in strengths]
 
 
 def vectorizable(config: ExperimentConfig) -> bool:
@@ -95,7 +116,7 @@ def vectorizable(config: ExperimentConfig) -> bool:
 
     Example:
 
-    >>> from keras_nalu.experiment import ExperimentConfig
+    >>> from keras_nalu.experiments import ExperimentConfig
     >>> vectorizable(ExperimentConfig(model="nmu"))
     True
     >>> vectorizable(ExperimentConfig(model="inalu"))
@@ -107,23 +128,6 @@ def vectorizable(config: ExperimentConfig) -> bool:
 def recipe(config: ExperimentConfig) -> tuple:
     """The values of `RECIPE_FIELDS`: equal recipes can train as one run."""
     return tuple(getattr(config, name) for name in RECIPE_FIELDS)
-
-
-def check_seeds(seeds) -> list[int]:
-    """Distinct integer seeds >= 0, as a list, or a ValueError naming the bad one."""
-    seeds = list(seeds)
-    if not seeds:
-        raise ValueError("train_replicas expects at least one seed. Received: []")
-    for seed in seeds:
-        if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-            raise ValueError(
-                f"train_replicas expects integer seeds >= 0. Received: seed={seed!r}"
-            )
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(
-            f"train_replicas expects distinct seeds. Received: seeds={seeds!r}"
-        )
-    return [int(seed) for seed in seeds]
 
 
 def _check_configs(configs) -> list[ExperimentConfig]:
@@ -165,92 +169,7 @@ def build_replica(config: ExperimentConfig):
     """
     with _BUILD_LOCK:
         keras.utils.set_random_seed(config.seed)
-        return _build_model_for(config)
-
-
-def _build_model_for(config: ExperimentConfig):
-    return build_model(
-        config.model,
-        input_size=config.input_size,
-        hidden_size=config.hidden_size,
-        learning_rate=config.learning_rate,
-        optimizer=config.optimizer,
-        epsilon=config.epsilon,
-        sparsity=config.sparsity,
-        start=config.sparsity_start,
-        end=config.sparsity_end,
-        steps_per_execution=execution_size(config),
-    )
-
-
-def _load_backup(path: Path, count: int = 0) -> tuple[dict, list]:
-    """The state and the first `count` arrays of a backup, or one ValueError."""
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            state = json.loads(str(data["state"]))
-            arrays = [data[f"variable_{i}"] for i in range(count)]
-    except Exception as error:  # any damage: zip, .npy header, JSON, keys
-        raise ValueError(
-            f"{path} is not a readable sweep backup ({type(error).__name__}); "
-            "delete it to start afresh."
-        ) from None
-    if not isinstance(state, dict):
-        raise ValueError(f"{path} is not a readable sweep backup (no state).")
-    return state, arrays
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _check_state(path: Path, state: dict, replicas: int) -> None:
-    """Raises one ValueError unless the backup's bookkeeping is whole."""
-
-    def rows_ok(rows) -> bool:
-        return isinstance(rows, list) and all(
-            isinstance(row, list)
-            and len(row) == 4
-            and _is_int(row[0])
-            and all(_is_number(v) for v in row[1:])
-            for row in rows
-        )
-
-    def per_replica(key, ok) -> bool:
-        values = state.get(key)
-        return (
-            isinstance(values, list)
-            and len(values) == replicas
-            and all(ok(v) for v in values)
-        )
-
-    checks = {
-        "format": state.get("format") == BACKUP_FORMAT,
-        "step": _is_int(state.get("step")) and state["step"] >= 0,
-        "wall_time": _is_number(state.get("wall_time"))
-        and math.isfinite(state["wall_time"])
-        and state["wall_time"] >= 0,
-        "evaluations": per_replica("evaluations", rows_ok),
-        "iterations": per_replica(
-            "iterations", lambda v: v is None or (_is_int(v) and v >= 0)
-        ),
-        "loss_diverged": per_replica("loss_diverged", lambda v: isinstance(v, bool)),
-        "active": per_replica("active", lambda v: isinstance(v, bool)),
-    }
-    bad = [key for key, ok in checks.items() if not ok]
-    if bad:
-        raise ValueError(
-            f"{path} is a damaged sweep backup (bad {', '.join(bad)}); delete it "
-            "to start afresh."
-        )
-
-
-def _partial(backup: Path) -> Path:
-    """The file a backup is written to before it is renamed over `backup`."""
-    return backup.with_name(f".{backup.name}.partial")
+        return build_experiment_model(config)
 
 
 _WITH_ENGINE = {}
@@ -309,7 +228,7 @@ class ReplicaRun:
 
     Example:
 
-    >>> from keras_nalu.experiment import ExperimentConfig
+    >>> from keras_nalu.experiments import ExperimentConfig
     >>> from keras_nalu.sweeps.replicas import ReplicaRun
     >>> config = ExperimentConfig(model="nau", input_size=10, iterations=200,
     ...                           eval_every=100)
@@ -325,6 +244,8 @@ class ReplicaRun:
     engine = None
     #: whether the engine trains runs of different tasks together (`batched`).
     supports_batched = False
+    #: whether the engine carries per-replica non-trainable state (noise seeds).
+    supports_state = False
 
     def __new__(cls, *args, engine: str | None = None, **kwargs):
         return super().__new__(_with_engine(cls, engine))
@@ -335,7 +256,7 @@ class ReplicaRun:
         seeds: Sequence[int],
         engine: str | None = None,
     ):
-        seeds = check_seeds(seeds)
+        seeds = check_seeds("train_replicas", seeds)
         configs = [dataclasses.replace(config, seed=s) for s in seeds]
         self._setup(configs, single=config)
 
@@ -396,12 +317,13 @@ class ReplicaRun:
         return len(self.configs)
 
     def _build_replicas(self) -> None:
-        weights, template, template_callbacks = [], None, []
+        weights, states, template, template_callbacks = [], [], None, []
         for config in self.configs:
             model, callbacks = build_replica(config)
             weights.append(
                 [keras.ops.convert_to_numpy(v) for v in model.trainable_variables]
             )
+            states.append([keras.ops.convert_to_numpy(v) for v in _model_state(model)])
             if template is None:
                 template, template_callbacks = model, callbacks
             del model
@@ -411,7 +333,7 @@ class ReplicaRun:
             c for c in template_callbacks if not isinstance(c, RegularizationSchedule)
         ]
         if extra:
-            raise ValueError(
+            raise NotVectorizableError(
                 f"train_replicas cannot vectorize preset {self.config.model!r}: it "
                 f"trains with {[type(c).__name__ for c in extra]}, which act on one "
                 "model at a time. Use run_experiment for each seed."
@@ -423,14 +345,18 @@ class ReplicaRun:
         self._regularizers = (
             find_scheduled_regularizers(template) if self._schedule else []
         )
-        strengths = {id(r.current_strength) for r in self._regularizers}
-        state = [v for v in template.non_trainable_variables if id(v) not in strengths]
-        if state:
-            raise ValueError(
-                f"train_replicas expects a model without non-trainable state. "
-                f"Received: preset {self.config.model!r} with "
-                f"{[v.path for v in state]}"
+        self._state_variables = _model_state(template)
+        if self._state_variables and not self.supports_state:
+            raise NotVectorizableError(
+                f"The {self.engine} engine trains models without non-trainable "
+                f"state; preset {self.config.model!r} has "
+                f"{[v.path for v in self._state_variables]}. Use the JAX engine "
+                "(KERAS_BACKEND=jax) or run_experiment for each seed."
             )
+        self._initial_state = [
+            np.stack([replica[i] for replica in states])
+            for i in range(len(self._state_variables))
+        ]
         self._variables = list(template.trainable_variables)
         self._initial_weights = [
             np.stack([replica[i] for replica in weights])
@@ -445,12 +371,58 @@ class ReplicaRun:
                     "mixes the replicas. Received: "
                     f"{option}={optimizer_config[option]!r}"
                 )
+        # Per replica: the norm of each weight's gradient (clipnorm) or of all
+        # of them (global_clipnorm), as Keras clips one model's.
+        self._clipnorm = optimizer_config.get("clipnorm")
+        self._global_clipnorm = optimizer_config.get("global_clipnorm")
+        if self._clipnorm or self._global_clipnorm:
+            # Keras then ignores clipvalue (and global_clipnorm, if both).
+            self._global_clipnorm = None if self._clipnorm else self._global_clipnorm
+            optimizer_config["clipvalue"] = None
+        for option in _PER_REPLICA_OPTIONS:
+            optimizer_config[option] = None
         self._optimizer_config = optimizer_config
         loss = keras.losses.get(template.loss)
         if isinstance(loss, keras.losses.Loss):
             self._loss = loss
         else:  # a per-sample function, e.g. "mse": the mean over the batch
             self._loss = lambda t, y: keras.ops.mean(loss(t, y))
+
+    def _clip_norms(self, gradients, ops):
+        """Each replica's gradients clipped as Keras clips one model's.
+
+        As in Keras' optimizers: with `clipnorm`, g · c / max(‖g‖, c) for each
+        weight's gradient; else with `global_clipnorm`, every gradient times
+        c · min(1/‖G‖, 1/c), ‖G‖ the norm of all of them together. Here the
+        norms are each replica's own (over all but the leading axis), so no
+        replica's step depends on another's.
+
+        Args:
+            gradients: stacked `[R, ...]` gradients, one per weight.
+            ops: the backend's array functions (`sqrt`, `sum`, `square`,
+                `maximum`, `minimum`, `reshape`), e.g. `jax.numpy`.
+        """
+
+        def squares(values):
+            axes = tuple(range(1, len(values.shape)))
+            return ops.sum(ops.square(values), axis=axes)
+
+        def per_replica(factor, values):
+            return ops.reshape(factor, [-1] + [1] * (len(values.shape) - 1))
+
+        if self._clipnorm:
+            clip = self._clipnorm
+            return [
+                g * clip / per_replica(ops.maximum(ops.sqrt(squares(g)), clip), g)
+                for g in gradients
+            ]
+        if self._global_clipnorm:
+            clip = self._global_clipnorm
+            norm = ops.sqrt(sum(squares(g) for g in gradients))
+            # + (norm - norm): NaN for a non-finite norm, as in Keras.
+            scale = clip * ops.minimum(1.0 / norm, 1.0 / clip) + (norm - norm)
+            return [g * per_replica(scale, g) for g in gradients]
+        return gradients
 
     def _new_optimizer(self, stacked_variables):
         """The template's optimizer, built on the stacked weights."""
@@ -529,6 +501,10 @@ class ReplicaRun:
     def stacked_optimizer_state(self) -> list[np.ndarray]:
         """Every per-weight optimizer variable (Adam's m, v), stacked: `[R, ...]`."""
         raise NotImplementedError
+
+    def stacked_state(self) -> list[np.ndarray]:
+        """The model's other non-trainable variables, stacked: `[R, ...]`."""
+        return []
 
     def _state_shapes(self) -> list[tuple]:
         return [tuple(a.shape) for a in self._state_arrays()]
@@ -667,17 +643,6 @@ class ReplicaRun:
 
     # --- backup and restore -----------------------------------------------------
 
-    def _identity(self) -> dict:
-        """What a backup must match: the configuration(s), seeds and engine."""
-        if self.single:
-            config = {k: v for k, v in self.config.to_config().items() if k != "seed"}
-            identity = {"config": config, "seeds": self.seeds}
-        else:
-            identity = {"configs": [c.to_config() for c in self.configs]}
-        if self.engine != "tensorflow":  # TF backups predate this key
-            identity["engine"] = self.engine
-        return json.loads(json.dumps(identity))
-
     def save_backup(self, path: str | os.PathLike) -> None:
         """Writes the run's whole state at `step` to one `.npz` file.
 
@@ -687,31 +652,7 @@ class ReplicaRun:
         function of b. The file is written beside `path` and renamed over it,
         so it is always a complete backup. `restore_backup` reads it back.
         """
-        path = Path(path)
-        state = {
-            "format": BACKUP_FORMAT,
-            **self._identity(),
-            "step": self.step,
-            "wall_time": self.wall_time,
-            "evaluations": [
-                [dataclasses.astuple(e) for e in evaluations]
-                for evaluations in self._evaluations
-            ],
-            "iterations": self._iterations,
-            "loss_diverged": self._loss_diverged,
-            "active": self._active.tolist(),
-        }
-        arrays = {
-            f"variable_{i}": np.asarray(values)
-            for i, values in enumerate(self._state_arrays())
-        }
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = _partial(path)
-        with open(partial, "wb") as file:
-            np.savez(file, state=np.array(json.dumps(state)), **arrays)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(partial, path)
+        save_backup(self, path)
 
     def restore_backup(self, path: str | os.PathLike) -> bool:
         """Continues from a `save_backup` file of this configuration and seeds.
@@ -724,42 +665,7 @@ class ReplicaRun:
             ValueError: the file is not a backup of this configuration and
                 these seeds, or of another engine (the run is untouched).
         """
-        path = Path(path)
-        if not path.exists():
-            return False
-        shapes = self._state_shapes()
-        state, arrays = _load_backup(path, len(shapes))
-        identity = self._identity()
-        if state.get("format") != BACKUP_FORMAT or any(
-            state.get(key) != value for key, value in identity.items()
-        ):
-            raise ValueError(
-                f"{path} is not a backup of this run ({self._description()}, "
-                f"{self.engine} engine); delete it to start afresh."
-            )
-        if "engine" in state and "engine" not in identity:
-            raise ValueError(
-                f"{path} is a backup of the {state['engine']} engine, not of the "
-                f"{self.engine} engine; delete it to start afresh."
-            )
-        _check_state(path, state, self.num_replicas)
-        for values, shape in zip(arrays, shapes):
-            if tuple(values.shape) != shape:
-                raise ValueError(
-                    f"{path} does not hold this run's variables; delete it to "
-                    "start afresh."
-                )
-        self._load_state_arrays(arrays)
-        self.step = int(state["step"])
-        self.wall_time = float(state["wall_time"])
-        self._evaluations = [
-            [Evaluation(*row) for row in rows] for rows in state["evaluations"]
-        ]
-        self._iterations = list(state["iterations"])
-        self._loss_diverged = list(state["loss_diverged"])
-        self._active = np.array(state["active"], dtype=bool)
-        self._set_active(self._active)
-        return True
+        return restore_backup(self, path)
 
     # --- results --------------------------------------------------------------
 
@@ -778,8 +684,10 @@ class ReplicaRun:
         records = []
         device = self.device()
         for r, config in enumerate(self.configs):
-            verdict = _verdict(
-                self._evaluations[r], float(self.thresholds[r]), self._loss_diverged[r]
+            verdict = summarize_evaluations(
+                self._evaluations[r],
+                float(self.thresholds[r]),
+                loss_diverged=self._loss_diverged[r],
             )
             iterations = self._iterations[r]
             if iterations is None:
@@ -819,7 +727,7 @@ class ReplicaRun:
 
         Example:
 
-        >>> from keras_nalu.experiment import ExperimentConfig
+        >>> from keras_nalu.experiments import ExperimentConfig
         >>> from keras_nalu.sweeps.replicas import ReplicaRun
         >>> run = ReplicaRun(ExperimentConfig(model="nau", input_size=10,
         ...                                   iterations=10, eval_every=10), [4, 7])
@@ -830,99 +738,9 @@ class ReplicaRun:
         model, _ = build_replica(self.configs[r])
         for variable, values in zip(model.trainable_variables, self.weights(r)):
             variable.assign(values)
+        for variable, values in zip(_model_state(model), self.stacked_state()):
+            variable.assign(values[r])
         return model
-
-
-def _verdict(evaluations, threshold: float, loss_diverged: bool) -> dict:
-    """`summarize_evaluations`, with a replica stopped for a NaN loss failed."""
-    verdict = summarize_evaluations(evaluations, threshold)
-    if loss_diverged:
-        verdict["diverged"], verdict["success"] = True, False
-    return verdict
-
-
-def read_backup(path: str | os.PathLike) -> list[dict]:
-    """Each seed's verdict so far, read from a chunk's backup file.
-
-    A long sweep chunk (hours at 5·10⁶ steps) writes `save_backup` files as
-    it trains; this reads one without building the model or touching the
-    run, so it can look at a chunk that is still training. The verdict is
-    `summarize_evaluations` over the evaluations up to the backup's step,
-    the same rule that judges the finished run. It is the verdict the run
-    would give if it stopped at the backup's step; a later step with a lower
-    interpolation MSE can still change it either way.
-
-    Args:
-        path: a `.npz` file written by `ReplicaRun.save_backup`, e.g. one
-            in a sweep's `<results>.backup/` folder.
-
-    Returns:
-        One dict per replica: `model`, `operation`, `seed`, `step` (where the
-        backup stands), `iterations` (the run's total), the verdict fields
-        of `summarize_evaluations` and `threshold`.
-
-    Raises:
-        ValueError: the file is not a readable backup.
-
-    Example:
-
-    >>> from keras_nalu.experiment import ExperimentConfig
-    >>> from keras_nalu.sweeps.replicas import ReplicaRun, read_backup
-    >>> config = ExperimentConfig(model="nau", input_size=10, iterations=200,
-    ...                           eval_every=100)
-    >>> run = ReplicaRun(config, seeds=[0, 1])
-    >>> run.train(progress=False)
-    >>> run.save_backup("chunk.npz")  # a sweep writes these as it trains
-    >>> [(r["seed"], r["step"], r["iterations"]) for r in read_backup("chunk.npz")]
-    [(0, 200, 200), (1, 200, 200)]
-
-    On the command line, `keras-nalu progress RESULTS` prints this for every
-    chunk of a sweep that is in training.
-    """
-    path = Path(path)
-    state, _ = _load_backup(path)
-    if state.get("format") != BACKUP_FORMAT:
-        raise ValueError(
-            f"{path} has backup format {state.get('format')!r}; this version "
-            f"reads format {BACKUP_FORMAT}."
-        )
-    try:
-        if "configs" in state:
-            configs = [ExperimentConfig(**c) for c in state["configs"]]
-        else:
-            configs = [
-                ExperimentConfig(**state["config"], seed=int(seed))
-                for seed in state["seeds"]
-            ]
-    except Exception as error:  # a damaged config: any field, any type
-        raise ValueError(
-            f"{path} is not a readable sweep backup ({type(error).__name__} in "
-            "its configuration)."
-        ) from None
-    _check_state(path, state, len(configs))
-    step = state["step"]
-    histories = state["evaluations"]
-    diverged = state["loss_diverged"]
-    thresholds = {}
-    records = []
-    for config, history, loss_diverged in zip(configs, histories, diverged):
-        key = dataclasses.replace(config, seed=0)
-        if key not in thresholds:  # the same for every seed of a config
-            thresholds[key] = success_threshold(config.task())
-        evaluations = [Evaluation(*e) for e in history]
-        verdict = _verdict(evaluations, thresholds[key], loss_diverged)
-        records.append(
-            {
-                "model": config.model,
-                "operation": config.operation,
-                "seed": config.seed,
-                "step": step,
-                "iterations": total_steps(config),
-                **verdict,
-                "threshold": thresholds[key],
-            }
-        )
-    return records
 
 
 def train_replicas(
@@ -968,7 +786,7 @@ def train_replicas(
 
     Example:
 
-    >>> from keras_nalu.experiment import ExperimentConfig
+    >>> from keras_nalu.experiments import ExperimentConfig
     >>> from keras_nalu.sweeps.replicas import train_replicas
     >>> records = train_replicas(
     ...     ExperimentConfig(model="nau", input_size=10, iterations=100,
@@ -1013,5 +831,5 @@ def _train_and_clean(run, progress, backup, backup_every) -> list[dict]:
     run.train(progress=progress, backup=backup, backup_every=backup_every)
     if backup is not None:
         Path(backup).unlink(missing_ok=True)
-        _partial(Path(backup)).unlink(missing_ok=True)  # left by a kill mid-write
+        partial_path(Path(backup)).unlink(missing_ok=True)  # left by a kill mid-write
     return run.results()

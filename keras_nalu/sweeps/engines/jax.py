@@ -67,6 +67,7 @@ class JaxReplicaRun(ReplicaRun):
 
     engine = "jax"
     supports_batched = True
+    supports_state = True
 
     # --- construction -------------------------------------------------------
 
@@ -84,19 +85,17 @@ class JaxReplicaRun(ReplicaRun):
         ]
         self._trainable = [jnp.asarray(v.value) for v in stacked]
         self._optimizer_state = [jnp.asarray(v.value) for v in self.optimizer.variables]
+        # The variables a forward pass reads: the trainable ones (per
+        # replica), the regularizers' strengths (λ, shared) and the model's
+        # other state (per replica, e.g. a noise layer's seed), updated by
+        # every training step.
+        self._model_state = [jnp.asarray(a) for a in self._initial_state]
         self._active_flags = jnp.ones(self.num_replicas, bool)
         self._diverged = jnp.full(self.num_replicas, -1, jnp.int32)
-        # The variables a forward pass reads: the trainable ones (per
-        # replica), the regularizers' strengths (λ, shared) and any other
-        # non-trainable variable (none in the presets; their values as is).
         self._strength_variables = [r.current_strength for r in self._regularizers]
-        strength_ids = {id(v) for v in self._strength_variables}
-        self._other_variables = [
-            v for v in template.non_trainable_variables if id(v) not in strength_ids
-        ]
         self._build_data()
         self._effective = _effective_weight_readers(template)
-        self._block_fn = jax.jit(self._train_steps, static_argnums=(6,))
+        self._block_fn = jax.jit(self._train_steps, static_argnums=(7,))
         self._errors_fn = jax.jit(self._group_errors)
         self._sparsity_fn = jax.jit(self._replica_sparsity)
 
@@ -129,28 +128,31 @@ class JaxReplicaRun(ReplicaRun):
     # --- the model, statelessly ------------------------------------------------
 
     @contextlib.contextmanager
-    def _weights_in_force(self, weights, strengths=None):
+    def _weights_in_force(self, weights, state, strengths=None):
         mapping = list(zip(self._variables, weights))
+        mapping += list(zip(self._state_variables, state))
         if strengths is not None:
             mapping += [
                 (variable, strengths[j])
                 for j, variable in enumerate(self._strength_variables)
             ]
-        mapping += [(v, v.value) for v in self._other_variables]
-        with keras.StatelessScope(state_mapping=mapping, collect_losses=True):
-            yield
+        with keras.StatelessScope(state_mapping=mapping, collect_losses=True) as scope:
+            yield scope
 
-    def _forward(self, weights, x, strengths=None, training=False):
-        """The template's output (and losses) with one replica's weights."""
-        with self._weights_in_force(weights, strengths):
+    def _forward(self, weights, state, x, strengths=None, training=False):
+        """One replica's output, losses and updated state."""
+        with self._weights_in_force(weights, state, strengths) as scope:
             y = self.template.call(x, training=training)
             losses = self.template.losses if training else []
-        return y, losses
+            updated = [scope.get_current_value(v) for v in self._state_variables]
+        return y, losses, updated
 
-    def _replica_loss(self, weights, strengths, x, t):
-        y, regularization = self._forward(weights, x, strengths, training=True)
+    def _replica_loss(self, weights, state, strengths, x, t):
+        y, regularization, state = self._forward(
+            weights, state, x, strengths, training=True
+        )
         # The compiled model's total: the loss plus every added loss, summed.
-        return jnp.sum(jnp.stack([self._loss(t, y), *regularization]))
+        return jnp.sum(jnp.stack([self._loss(t, y), *regularization])), state
 
     # --- data ---------------------------------------------------------------------
 
@@ -182,17 +184,18 @@ class JaxReplicaRun(ReplicaRun):
     # --- one block of steps ---------------------------------------------------------
 
     def _step(self, carry, inputs):
-        trainable, optimizer_state, active, diverged = carry
+        trainable, optimizer_state, model_state, active, diverged = carry
         step, strengths = inputs
         x, t = self.training_batch(step)
 
         def total(weights):
-            losses = jax.vmap(self._replica_loss, in_axes=(0, None, 0, 0))(
-                weights, strengths, x, t
+            losses, state = jax.vmap(self._replica_loss, in_axes=(0, 0, None, 0, 0))(
+                weights, model_state, strengths, x, t
             )
-            return jnp.sum(losses), losses
+            return jnp.sum(losses), (losses, state)
 
-        gradients, losses = jax.grad(total, has_aux=True)(trainable)
+        gradients, (losses, new_model_state) = jax.grad(total, has_aux=True)(trainable)
+        gradients = self._clip_norms(gradients, jnp)
         updated, new_state = self.optimizer.stateless_apply(
             optimizer_state, gradients, trainable
         )
@@ -213,14 +216,26 @@ class JaxReplicaRun(ReplicaRun):
                 new_state, optimizer_state, self._slot_flags
             )
         ]
+        model_state = [
+            jnp.where(_per_replica(keep, new), new, old)
+            for new, old in zip(new_model_state, model_state)
+        ]
         diverged = jnp.where(active & ~finite, step + 1, diverged)
-        return (trainable, optimizer_state, keep, diverged), None
+        return (trainable, optimizer_state, model_state, keep, diverged), None
 
     def _train_steps(
-        self, trainable, optimizer_state, active, diverged, start, strengths, n
+        self,
+        trainable,
+        optimizer_state,
+        model_state,
+        active,
+        diverged,
+        start,
+        strengths,
+        n,
     ):
         steps = start + jnp.arange(n, dtype=jnp.int32)
-        carry = (trainable, optimizer_state, active, diverged)
+        carry = (trainable, optimizer_state, model_state, active, diverged)
         carry, _ = jax.lax.scan(self._step, carry, (steps, strengths))
         return carry
 
@@ -229,6 +244,7 @@ class JaxReplicaRun(ReplicaRun):
             carry = self._block_fn(
                 self._trainable,
                 self._optimizer_state,
+                self._model_state,
                 self._active_flags,
                 self._diverged,
                 jnp.asarray(start, jnp.int32),
@@ -238,25 +254,27 @@ class JaxReplicaRun(ReplicaRun):
         (
             self._trainable,
             self._optimizer_state,
+            self._model_state,
             self._active_flags,
             self._diverged,
         ) = carry
 
     # --- evaluation -----------------------------------------------------------------
 
-    def _group_errors(self, trainable, members, x, targets):
+    def _group_errors(self, trainable, model_state, members, x, targets):
         """Chunked float32 sums of squared errors: `[n, size / _CHUNK]`."""
         weights = [w[members] for w in trainable]
+        state = [s[members] for s in model_state]
 
-        def one(weights, target):
-            y, _ = self._forward(weights, x)
+        def one(weights, state, target):
+            y, _, _ = self._forward(weights, state, x)
             error = jnp.reshape(y, target.shape) - target
             squares = jnp.square(error).reshape(-1)
             pad = (-squares.shape[0]) % _CHUNK
             squares = jnp.pad(squares, (0, pad))
             return jnp.sum(squares.reshape(-1, _CHUNK), axis=-1)
 
-        return jax.vmap(one)(weights, targets)
+        return jax.vmap(one)(weights, state, targets)
 
     def _replica_errors(self):
         interpolation = np.zeros(self.num_replicas)
@@ -268,14 +286,16 @@ class JaxReplicaRun(ReplicaRun):
                     (interpolation, x_val, t_val),
                     (extrapolation, x_test, t_test),
                 ):
-                    sums = self._errors_fn(self._trainable, members, x, t)
+                    sums = self._errors_fn(
+                        self._trainable, self._model_state, members, x, t
+                    )
                     total = np.asarray(sums, np.float64).sum(axis=-1)
                     out[rows] = total / x.shape[0]
         return interpolation, extrapolation
 
-    def _replica_sparsity(self, trainable):
-        def one(weights):
-            with self._weights_in_force(weights):
+    def _replica_sparsity(self, trainable, model_state):
+        def one(weights, state):
+            with self._weights_in_force(weights, state):
                 errors = [
                     jnp.max(
                         jnp.minimum(jnp.abs(w), jnp.abs(1.0 - jnp.abs(w))),
@@ -286,10 +306,12 @@ class JaxReplicaRun(ReplicaRun):
                 ]
             return functools.reduce(jnp.maximum, errors, jnp.float32(0.0))
 
-        return jax.vmap(one)(trainable)
+        return jax.vmap(one)(trainable, model_state)
 
     def _sparsity_errors(self, replicas) -> dict[int, float]:
-        errors = np.asarray(self._sparsity_fn(self._trainable), np.float64)
+        errors = np.asarray(
+            self._sparsity_fn(self._trainable, self._model_state), np.float64
+        )
         return {int(r): float(errors[r]) for r in replicas}
 
     def _diverged_at(self) -> np.ndarray:
@@ -304,15 +326,18 @@ class JaxReplicaRun(ReplicaRun):
         return [
             *(np.asarray(w) for w in self._trainable),
             *(np.asarray(v) for v in self._optimizer_state),
+            *(np.asarray(s) for s in self._model_state),
             np.asarray(self._active_flags),
             np.asarray(self._diverged),
         ]
 
     def _load_state_arrays(self, arrays) -> None:
         arrays = [jnp.asarray(a) for a in arrays]
-        count = len(self._trainable)
-        self._trainable = arrays[:count]
-        self._optimizer_state = arrays[count:-2]
+        weights = len(self._trainable)
+        optimizer = weights + len(self._optimizer_state)
+        self._trainable = arrays[:weights]
+        self._optimizer_state = arrays[weights:optimizer]
+        self._model_state = arrays[optimizer:-2]
         self._active_flags, self._diverged = arrays[-2], arrays[-1]
 
     def stacked_weights(self) -> list[np.ndarray]:
@@ -324,6 +349,9 @@ class JaxReplicaRun(ReplicaRun):
             for v, per_replica in zip(self._optimizer_state, self._slot_flags)
             if per_replica
         ]
+
+    def stacked_state(self) -> list[np.ndarray]:
+        return [np.asarray(s) for s in self._model_state]
 
     def device(self) -> str:
         device = jax.devices()[0]

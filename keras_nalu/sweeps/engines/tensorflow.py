@@ -37,6 +37,20 @@ def _read(variable) -> tf.Tensor:
     return tf.identity(variable.value)
 
 
+class _TensorOps:
+    """The few array functions `ReplicaRun._clip_norms` needs, in TensorFlow."""
+
+    sqrt = staticmethod(tf.sqrt)
+    square = staticmethod(tf.square)
+    maximum = staticmethod(tf.maximum)
+    minimum = staticmethod(tf.minimum)
+    reshape = staticmethod(tf.reshape)
+
+    @staticmethod
+    def sum(values, axis):
+        return tf.reduce_sum(values, axis=list(axis))
+
+
 def _replica_axis(mask, rank: int):
     """A `[R]` mask reshaped to broadcast against a `[R, ...]` tensor."""
     return tf.reshape(mask, [-1] + [1] * (rank - 1))
@@ -114,6 +128,7 @@ class TensorFlowReplicaRun(ReplicaRun):
         return losses, tape.gradient(total, weights)
 
     def _apply(self, step, losses, gradients):
+        gradients = self._clip_norms(gradients, _TensorOps)
         before = [_read(v) for v in self._weights + self._slots]
         self.optimizer.apply(gradients, self._weights)
         finite = tf.math.is_finite(losses)
@@ -187,7 +202,8 @@ class TensorFlowReplicaRun(ReplicaRun):
 
     # --- state ------------------------------------------------------------------
 
-    def _state_variables(self) -> list:
+    def _checkpoint_variables(self) -> list:
+        """Every variable a backup holds: weights, optimizer slots, flags."""
         return [
             *self._weights,
             *self.optimizer.variables,
@@ -196,10 +212,10 @@ class TensorFlowReplicaRun(ReplicaRun):
         ]
 
     def _state_arrays(self) -> list[np.ndarray]:
-        return [np.asarray(v.numpy()) for v in self._state_variables()]
+        return [np.asarray(v.numpy()) for v in self._checkpoint_variables()]
 
     def _load_state_arrays(self, arrays) -> None:
-        for variable, values in zip(self._state_variables(), arrays):
+        for variable, values in zip(self._checkpoint_variables(), arrays):
             variable.assign(values)
 
     def stacked_weights(self) -> list[np.ndarray]:

@@ -9,7 +9,7 @@ import tensorflow_datasets as tfds
 
 from keras_nalu import cli
 from keras_nalu.callbacks import find_scheduled_regularizers
-from keras_nalu.mnist import (
+from keras_nalu.experiments.mnist import (
     MNIST_SPARSITY,
     MnistConfig,
     build_mnist_model,

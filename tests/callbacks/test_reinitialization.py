@@ -191,11 +191,11 @@ def test_constructor_validation_names_the_argument():
 
 
 def test_several_workers_need_a_seed(monkeypatch):
-    from keras_nalu import callbacks
+    from keras_nalu.callbacks import reinitialization
 
     model = _trained_model()
-    assert callbacks._worker_count(model) == 1  # no strategy: one worker
-    monkeypatch.setattr(callbacks, "_worker_count", lambda model: 2)
+    assert reinitialization._worker_count(model) == 1  # no strategy: one worker
+    monkeypatch.setattr(reinitialization, "_worker_count", lambda model: 2)
     unseeded = Reinitialization(every=10)
     unseeded.set_model(model)
     with pytest.raises(ValueError, match="needs an integer seed .* 2 workers"):

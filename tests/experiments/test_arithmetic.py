@@ -4,7 +4,7 @@ This is the README's promise: the default experiment succeeds within its
 iteration budget and its weights read back as the task's exact formula.
 """
 
-from keras_nalu.experiment import ExperimentConfig, run_experiment
+from keras_nalu.experiments import ExperimentConfig, run_experiment
 from keras_nalu.explain import compare_with_task, explain
 
 

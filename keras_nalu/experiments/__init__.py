@@ -1,0 +1,32 @@
+"""One run of a task: configuration → model → fit → JSON-able record.
+
+- `arithmetic`: `run_experiment(ExperimentConfig(...))`, one run of the
+  arithmetic task of Madsen & Johansen (2020) with one of the papers' presets;
+  its names are importable from here, `keras_nalu.experiments`;
+- `mnist`: sequential MNIST (`keras_nalu.experiments.mnist.run_mnist`), the
+  recurrent task of Madsen & Johansen (2020), §4.2; import it from its module.
+"""
+
+from keras_nalu.experiments.arithmetic import (
+    NAME_FIELDS,
+    TASK_FIELDS,
+    ExperimentConfig,
+    build_experiment_model,
+    check_run_name,
+    execution_size,
+    fit_epochs,
+    run_experiment,
+    total_steps,
+)
+
+__all__ = [
+    "NAME_FIELDS",
+    "TASK_FIELDS",
+    "ExperimentConfig",
+    "build_experiment_model",
+    "check_run_name",
+    "execution_size",
+    "fit_epochs",
+    "run_experiment",
+    "total_steps",
+]

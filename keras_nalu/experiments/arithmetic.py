@@ -1,0 +1,331 @@
+"""One run of the arithmetic task: task + preset → model.fit → result record."""
+
+import dataclasses
+import functools
+import hashlib
+import json
+import math
+import os
+import time
+
+import keras
+
+from keras_nalu._validation import (
+    check_non_negative,
+    check_non_negative_int,
+    check_positive,
+    check_positive_int,
+)
+from keras_nalu.callbacks import ProgressBar, optimizer_step
+from keras_nalu.evaluation import SuccessCriterion, success_threshold
+from keras_nalu.models import build_model, get_preset
+from keras_nalu.tasks import ArithmeticTask, Range
+
+TASK_FIELDS = (
+    "operation",
+    "input_size",
+    "subset_ratio",
+    "overlap_ratio",
+    "num_subsets",
+    "interpolation_range",
+    "extrapolation_range",
+    "batch_size",
+)
+
+NAME_FIELDS = ("model", "operation", "seed")
+"""The fields a run name spells out; a hash stands for the others."""
+
+_RANGE_FIELDS = ("interpolation_range", "extrapolation_range")
+
+
+def check_run_name(name, argument: str = "name") -> str:
+    """A run name is one folder name: not empty, no path separator, no `..`.
+
+    Args:
+        name: the run name to check.
+        argument: how the caller calls it in the message, e.g. `"--name"`.
+
+    Returns:
+        `name`.
+
+    Raises:
+        ValueError: for a name that is not one plain folder name.
+
+    Example:
+
+    >>> check_run_name("nau-add-seed0")
+    'nau-add-seed0'
+    """
+    separators = {"/", "\\", os.sep, os.altsep} - {None}
+    valid = (
+        isinstance(name, str)
+        and name.strip() != ""
+        and name != "."
+        and ".." not in name
+        and "\x00" not in name
+        and not any(separator in name for separator in separators)
+    )
+    if not valid:
+        raise ValueError(
+            "A run name is one folder name, without '/', '\\' or '..'; pick "
+            f"another. Received: {argument}={name!r}"
+        )
+    return name
+
+
+@functools.lru_cache(maxsize=32)
+def _check_optimizer(name: str) -> None:
+    keras.optimizers.get(name)
+
+
+@dataclasses.dataclass(frozen=True)
+class ExperimentConfig:
+    """Everything that defines one run; every field is a `train` flag.
+
+    The defaults are Madsen & Johansen's (2020) arithmetic task (App. C, a + b) with the
+    `nau_sparse` preset: NAU → NAU with the paper's schedule (5·10³ → 5·10⁴)
+    but λ = 0.1 instead of 0.01, trained for 10⁵ steps — enough for success and
+    for discrete weights. `model="nau"` is the paper's preset exactly (it
+    succeeds as fast but sparsifies over ~10⁶ steps).
+
+    `epsilon` is the optimizer's ε; None keeps Keras' 10⁻⁷. The papers' PyTorch
+    code ran Adam with 10⁻⁸ (Keras adds ε before Adam's bias correction,
+    PyTorch after, so the two agree only once that correction is near 1).
+    """
+
+    model: str = "nau_sparse"
+    operation: str = "add"
+    seed: int = 0
+    iterations: int = 100_000
+    hidden_size: int = 2
+    learning_rate: float = 1e-3
+    optimizer: str = "adam"
+    epsilon: float | None = None
+    sparsity: float | None = None
+    sparsity_start: int | None = None
+    sparsity_end: int | None = None
+    input_size: int = 100
+    subset_ratio: float = 0.25
+    overlap_ratio: float = 0.5
+    num_subsets: int = 2
+    interpolation_range: str = "U[1,2]"
+    extrapolation_range: str = "U[2,6]"
+    batch_size: int = 128
+    eval_every: int = 1_000
+    stop_on_success: bool = False
+    steps_per_execution: int = 50
+
+    def __post_init__(self):
+        get_preset(self.model)
+        check_positive_int("ExperimentConfig", "iterations", self.iterations)
+        check_positive_int("ExperimentConfig", "eval_every", self.eval_every)
+        check_positive_int(
+            "ExperimentConfig", "steps_per_execution", self.steps_per_execution
+        )
+        # A NumPy integer would not survive to_config's JSON: stored as int.
+        seed = check_non_negative_int("ExperimentConfig", "seed", self.seed)
+        object.__setattr__(self, "seed", seed)
+        if self.epsilon is not None:
+            check_positive("ExperimentConfig", "epsilon", self.epsilon)
+        check_positive_int("ExperimentConfig", "hidden_size", self.hidden_size)
+        check_positive("ExperimentConfig", "learning_rate", self.learning_rate)
+        self._check_optimizer()
+        self._check_sparsity()
+        self.task()  # validates the task parameters now, with their names
+
+    def _check_optimizer(self):
+        try:
+            if not isinstance(self.optimizer, str):
+                raise TypeError(self.optimizer)
+            _check_optimizer(self.optimizer)
+        except (TypeError, ValueError):
+            raise ValueError(
+                "ExperimentConfig expects optimizer to be a Keras optimizer name "
+                f"such as 'adam' or 'sgd'. Received: optimizer={self.optimizer!r}"
+            ) from None
+
+    def _check_sparsity(self):
+        """The preset's λ schedule with this config's overrides is a valid one."""
+        preset = get_preset(self.model)
+        if self.sparsity is not None:
+            check_non_negative("ExperimentConfig", "sparsity", self.sparsity)
+        for name in ("sparsity_start", "sparsity_end"):
+            value = getattr(self, name)
+            if value is not None:
+                value = check_non_negative_int("ExperimentConfig", name, value)
+                object.__setattr__(self, name, value)
+        start = preset.start if self.sparsity_start is None else self.sparsity_start
+        end = preset.end if self.sparsity_end is None else self.sparsity_end
+        if (self.sparsity is None and preset.sparsity is None) or (
+            start is None and end is None
+        ):
+            return
+        if start is None or end is None or start >= end:
+            raise ValueError(
+                "ExperimentConfig expects sparsity_start < sparsity_end (the "
+                f"{self.model!r} preset's are {preset.start!r} and {preset.end!r}). "
+                f"Received: sparsity_start={self.sparsity_start!r}, "
+                f"sparsity_end={self.sparsity_end!r}"
+            )
+
+    def task(self) -> ArithmeticTask:
+        fields = {name: getattr(self, name) for name in TASK_FIELDS}
+        return ArithmeticTask(seed=self.seed, **fields)
+
+    def to_config(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @property
+    def name(self) -> str:
+        """`MODEL-OPERATION-seedN`, plus a hash of every other field that differs
+        from its default, so that two different configurations never share a
+        name.
+
+        Example:
+
+        >>> ExperimentConfig(model="nmu", operation="mul", seed=3).name
+        'nmu-mul-seed3'
+        >>> ExperimentConfig(model="nmu", operation="mul", hidden_size=4).name
+        'nmu-mul-seed0-05a1fd74'
+        """
+        base = f"{self.model}-{self.operation}-seed{self.seed}"
+        changed = {}
+        for field in dataclasses.fields(self):
+            if field.name in NAME_FIELDS:
+                continue
+            value, default = getattr(self, field.name), field.default
+            if field.name in _RANGE_FIELDS:
+                value, default = str(Range.parse(value)), str(Range.parse(default))
+            if value != default:
+                changed[field.name] = value
+        if not changed:
+            return base
+        text = json.dumps(changed, sort_keys=True, default=str)
+        return f"{base}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
+
+
+def execution_size(config: ExperimentConfig) -> int:
+    """The run's steps per execution: `steps_per_execution` cut to divide `eval_every`.
+
+    Every evaluation then falls at the end of an execution, and λ(t) changes
+    only at its multiples.
+
+    Example:
+
+    >>> execution_size(ExperimentConfig(steps_per_execution=300, eval_every=1_000))
+    100
+    """
+    return math.gcd(config.steps_per_execution, config.eval_every)
+
+
+def fit_epochs(config) -> tuple[int, int]:
+    """`(steps_per_epoch, epochs)` of a run's `model.fit`: epochs of `eval_every`.
+
+    A run evaluates at the end of every epoch, so it takes whole epochs:
+    `iterations` rounded up to a multiple of `eval_every`. Any config with
+    `iterations` and `eval_every` fields will do (`MnistConfig` too).
+
+    Example:
+
+    >>> fit_epochs(ExperimentConfig(iterations=2_500, eval_every=1_000))
+    (1000, 3)
+    """
+    steps_per_epoch = min(config.eval_every, config.iterations)
+    return steps_per_epoch, math.ceil(config.iterations / steps_per_epoch)
+
+
+def total_steps(config: ExperimentConfig) -> int:
+    """Optimizer steps `run_experiment` takes: whole epochs of `eval_every`.
+
+    Example:
+
+    >>> total_steps(ExperimentConfig(iterations=2_500, eval_every=1_000))
+    3000
+    """
+    steps_per_epoch, epochs = fit_epochs(config)
+    return steps_per_epoch * epochs
+
+
+def build_experiment_model(config: ExperimentConfig) -> tuple[keras.Model, list]:
+    """The compiled model of `config`'s preset and the callbacks it trains with.
+
+    The weights are drawn from Keras' global generator: seed it first
+    (`keras.utils.set_random_seed(config.seed)`), as `run_experiment` does.
+    """
+    return build_model(
+        config.model,
+        input_size=config.input_size,
+        hidden_size=config.hidden_size,
+        learning_rate=config.learning_rate,
+        optimizer=config.optimizer,
+        epsilon=config.epsilon,
+        sparsity=config.sparsity,
+        start=config.sparsity_start,
+        end=config.sparsity_end,
+        steps_per_execution=execution_size(config),
+    )
+
+
+def run_experiment(
+    config: ExperimentConfig,
+    verbose: bool = True,
+    callbacks=(),
+    name: str | None = None,
+) -> tuple[keras.Model, dict]:
+    """Trains `config` and returns `(model, record)`.
+
+    The record is JSON-able: its `name` (`name`, or `config.name`), the
+    config, the task's subsets, and the verdict
+    of `SuccessCriterion` (success, solved_at, best_step, interpolation and
+    extrapolation MSE at the best step, sparsity error, diverged) plus
+    iterations, wall time, iterations per second, and the `history` of
+    evaluations as `[step, interpolation_mse, extrapolation_mse,
+    sparsity_error]` rows.
+
+    Example:
+
+    >>> from keras_nalu.experiments import ExperimentConfig, run_experiment
+    >>> model, record = run_experiment(
+    ...     ExperimentConfig(iterations=2_000, eval_every=1_000), verbose=False)
+    >>> sorted(record)[:3]
+    ['best_step', 'config', 'diverged']
+    """
+    name = config.name if name is None else check_run_name(name)
+    task = config.task()
+    threshold = success_threshold(task)
+    keras.utils.set_random_seed(config.seed)
+    model, unit_callbacks = build_experiment_model(config)
+    judge = SuccessCriterion(
+        task.validation_data(),
+        task.test_data(),
+        threshold=threshold,
+        eval_every=config.eval_every,
+        stop_on_success=config.stop_on_success,
+    )
+    all_callbacks = [*unit_callbacks, judge, *callbacks]
+    if verbose:
+        all_callbacks.append(ProgressBar(config.iterations, description=name))
+    steps_per_epoch, epochs = fit_epochs(config)
+    started = time.perf_counter()
+    model.fit(
+        task.train_dataset(),
+        steps_per_epoch=steps_per_epoch,
+        epochs=epochs,
+        callbacks=all_callbacks,
+        shuffle=False,
+        verbose=0,
+    )
+    wall_time = time.perf_counter() - started
+    iterations = optimizer_step(model)
+    record = {
+        "name": name,
+        "config": config.to_config(),
+        "task": task.to_config(),
+        "subsets": [list(subset) for subset in task.subsets],
+        **judge.result(),
+        "iterations": iterations,
+        "wall_time": wall_time,
+        "iterations_per_second": iterations / wall_time if wall_time > 0 else None,
+        "history": [dataclasses.astuple(e) for e in judge.evaluations],
+    }
+    return model, record

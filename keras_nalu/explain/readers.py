@@ -1,0 +1,290 @@
+"""Per-layer readers: one trained layer → how it maps input nodes to output nodes.
+
+Each reader rounds a layer's effective weights (`ArithmeticLayer.effective_weights`)
+to their nearest discrete values and records how far each weight is from it;
+`_read_layer` picks the reader of a layer, `_chain` checks that a model is a
+single chain of layers `explain` can read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import keras
+import numpy as np
+from keras import ops
+
+from keras_nalu.explain.expression import (
+    _Gated,
+    _make_product,
+    _make_sum,
+    _Node,
+)
+from keras_nalu.layers import NAC, NALU, NAU, NMU, NACMul
+
+# Rounding prefers the non-zero value on a tie, so a weight stuck at 0.5 still
+# shows the input it half-selects.
+SIGNED_VALUES = (1.0, -1.0, 0.0)
+UNSIGNED_VALUES = (1.0, 0.0)
+
+
+class UnsupportedLayerError(ValueError):
+    """A layer `explain` cannot turn into an arithmetic expression."""
+
+
+@dataclasses.dataclass
+class _LayerReading:
+    """One layer, read: how it maps input nodes to output nodes."""
+
+    build: Callable[[list[_Node]], list[_Node]]
+    distances: list[tuple[str, tuple[int, int], float, float]]  # name, loc, w, d
+    notes: list[str]
+    gate_text: list[str]  # per output unit; "" unless the layer is a NALU
+
+
+def _numpy(tensor) -> np.ndarray:
+    return np.asarray(ops.convert_to_numpy(tensor), dtype=np.float64)
+
+
+def _round(kernel: np.ndarray, values) -> tuple[np.ndarray, np.ndarray]:
+    """Nearest discrete value of every weight and the distance to it."""
+    values = np.asarray(values)
+    distance = np.abs(kernel[..., None] - values)
+    nearest = values[np.argmin(distance, axis=-1)]
+    return nearest.astype(int), distance.min(axis=-1)
+
+
+def _kernel_distances(name, kernel, distance, columns=None):
+    rows, cols = kernel.shape
+    columns = range(cols) if columns is None else columns
+    return [
+        (name, (r, c), float(kernel[r, c]), float(distance[r, c]))
+        for c in columns
+        for r in range(rows)
+    ]
+
+
+def _signed_sums(rounded: np.ndarray) -> Callable[[list[_Node]], list[_Node]]:
+    def build(inputs):
+        return [
+            _make_sum((int(rounded[i, j]), node) for i, node in enumerate(inputs))
+            for j in range(rounded.shape[1])
+        ]
+
+    return build
+
+
+def _products(rounded: np.ndarray, keep_sign: bool):
+    def build(inputs):
+        return [
+            _make_product(
+                ((int(rounded[i, j]), node) for i, node in enumerate(inputs)),
+                keep_sign=keep_sign,
+            )
+            for j in range(rounded.shape[1])
+        ]
+
+    return build
+
+
+def _unsupported(layer, reason: str) -> UnsupportedLayerError:
+    return UnsupportedLayerError(
+        f"explain() cannot read layer '{layer.name}' ({type(layer).__name__}): "
+        f"{reason}. It reads chains of NAU, NMU, NAC, NACMul, NALU and "
+        "Dense(activation=None) layers without bias."
+    )
+
+
+def _read_linear(layer, kernel) -> _LayerReading:
+    rounded, distance = _round(kernel, SIGNED_VALUES)
+    return _LayerReading(
+        _signed_sums(rounded),
+        _kernel_distances(layer.name, kernel, distance),
+        [],
+        [""] * kernel.shape[1],
+    )
+
+
+def _read_products(layer, values, keep_sign: bool) -> _LayerReading:
+    """An NMU (weights {0, 1}) or NAC• (weights {-1, 0, 1}, |x|) layer."""
+    kernel = _numpy(layer.effective_weights()["kernel"])
+    rounded, distance = _round(kernel, values)
+    return _LayerReading(
+        _products(rounded, keep_sign=keep_sign),
+        _kernel_distances(layer.name, kernel, distance),
+        [],
+        [""] * kernel.shape[1],
+    )
+
+
+def _read_dense(layer, tolerance) -> _LayerReading:
+    activation = getattr(layer.activation, "__name__", str(layer.activation))
+    if activation != "linear":
+        raise _unsupported(layer, f"its activation '{activation}' is not linear")
+    if layer.bias is not None:
+        bias = _numpy(layer.bias)
+        if bias.size and np.max(np.abs(bias)) > tolerance:
+            raise _unsupported(
+                layer,
+                f"its bias is not zero (largest |b| = {np.max(np.abs(bias)):.3g} > "
+                f"tolerance {tolerance})",
+            )
+    return _read_linear(layer, _numpy(layer.kernel))
+
+
+def _read_nalu(layer, tolerance, layer_inputs, gate_names) -> _LayerReading:
+    if getattr(layer, "two_gates", False):
+        raise _unsupported(layer, "its two independent gates are not read")
+    weights = layer.effective_weights()
+    add_kernel, mul_kernel = _numpy(weights["kernel"]), _numpy(weights["mul_kernel"])
+    add_rounded, add_distance = _round(add_kernel, SIGNED_VALUES)
+    mul_rounded, mul_distance = _round(mul_kernel, SIGNED_VALUES)
+    units = add_kernel.shape[1]
+    if getattr(layer, "gate_type", "input") == "constant":
+        # An input-independent gate σ(G) is known without inputs.
+        low = high = 1.0 / (1.0 + np.exp(-_numpy(layer.gate)))
+        free = np.ones(units, dtype=bool)
+        source = "(input-independent)"
+    elif layer_inputs is not None:
+        gates = _numpy(layer.gate_values(layer_inputs)).reshape(-1, units)
+        low, high = gates.min(axis=0), gates.max(axis=0)
+        source = "on sample_inputs"
+    else:
+        # Without inputs the gate is known only if it ignores them (G ≈ 0).
+        gate_kernel = _numpy(layer.gate)
+        bias = _numpy(layer.gate_bias) if layer.use_gate_bias else np.zeros(units)
+        constant = 1.0 / (1.0 + np.exp(-bias))
+        free = np.max(np.abs(gate_kernel), axis=0) <= tolerance
+        low = np.where(free, constant, 0.0)
+        high = np.where(free, constant, 1.0)
+        source = "with G ≈ 0"
+    modes, notes, gate_text, unit_gates = [], [], [], []
+    mul_name = layer.name + (".mul_kernel" if layer.separate_weights else "")
+    distances = {}
+    for j in range(units):
+        if low[j] > 1.0 - tolerance:
+            modes.append("add")
+            unit_gates.append("")
+            gate_text.append(f"gate → additive, 1 - g ≤ {1 - low[j]:.2g} {source}")
+        elif high[j] < tolerance:
+            modes.append("mul")
+            unit_gates.append("")
+            gate_text.append(f"gate → multiplicative, g ≤ {high[j]:.2g} {source}")
+        else:
+            modes.append("gated")
+            gate = gate_names.pop(0)
+            unit_gates.append(gate)
+            if layer_inputs is None and not free[j]:
+                why = "unknown without inputs; pass explain(..., sample_inputs=...)"
+            else:
+                why = f"g in [{low[j]:.3g}, {high[j]:.3g}] {source}"
+            gate_text.append(f"{gate} = gate of unit {j}, not saturated: {why}")
+            notes.append(f"gate {gate} of {layer.name} (unit {j}) is not saturated")
+        if modes[-1] in ("add", "gated"):
+            for item in _kernel_distances(layer.name, add_kernel, add_distance, [j]):
+                distances[item[:2]] = item
+        if modes[-1] in ("mul", "gated"):
+            for item in _kernel_distances(mul_name, mul_kernel, mul_distance, [j]):
+                distances[item[:2]] = item
+    additive = _signed_sums(add_rounded)
+    multiplicative = _products(mul_rounded, keep_sign=False)
+
+    def build(inputs):
+        outputs = []
+        for mode, gate, a, m in zip(
+            modes, unit_gates, additive(inputs), multiplicative(inputs)
+        ):
+            if mode == "add":
+                outputs.append(a)
+            elif mode == "mul":
+                outputs.append(m)
+            else:
+                outputs.append(_Gated(gate, a, m))
+        return outputs
+
+    return _LayerReading(build, list(distances.values()), notes, gate_text)
+
+
+def _read_layer(layer, tolerance, layer_inputs, gate_names) -> _LayerReading:
+    if isinstance(layer, NAU):
+        return _read_linear(layer, _numpy(layer.effective_weights()["kernel"]))
+    if isinstance(layer, NMU):
+        return _read_products(layer, UNSIGNED_VALUES, keep_sign=True)
+    if isinstance(layer, NALU):  # before NAC: both share the NAC weights
+        return _read_nalu(layer, tolerance, layer_inputs, gate_names)
+    if isinstance(layer, NACMul):
+        return _read_products(layer, SIGNED_VALUES, keep_sign=False)
+    if isinstance(layer, NAC):
+        return _read_linear(layer, _numpy(layer.effective_weights()["kernel"]))
+    if isinstance(layer, keras.layers.Dense):
+        return _read_dense(layer, tolerance)
+    raise _unsupported(layer, "it is not an arithmetic unit")
+
+
+def _chain(model) -> list:
+    """The model's layers in order, after checking they form a single chain."""
+    if not isinstance(model, keras.Model):
+        if isinstance(model, keras.layers.Layer):
+            return [model]
+        raise TypeError(
+            f"explain() expects a keras.Model. Received: {type(model).__name__}"
+        )
+    inputs, outputs = _io(model, "inputs"), _io(model, "outputs")
+    if len(inputs) > 1 or len(outputs) > 1:
+        raise ValueError(
+            f"explain() reads single-input, single-output chains; model "
+            f"'{model.name}' has {len(inputs)} inputs and {len(outputs)} outputs."
+        )
+    layers = [
+        layer
+        for layer in model.layers
+        if not isinstance(layer, keras.layers.InputLayer)
+    ]
+    if not isinstance(model, keras.Sequential):
+        previous = None
+        for layer in layers:
+            try:
+                source = layer.input._keras_history.operation
+            except (AttributeError, ValueError) as error:
+                raise ValueError(
+                    f"Layer '{layer.name}' of model '{model.name}' is used more "
+                    "than once or has several inputs; explain() reads chains."
+                ) from error
+            if previous is None:
+                chained = isinstance(source, keras.layers.InputLayer)
+            else:
+                chained = source is previous
+            if not chained:
+                raise ValueError(
+                    f"Model '{model.name}' is not a chain: layer '{layer.name}' "
+                    f"reads '{source.name}'."
+                )
+            previous = layer
+    chain = []
+    for layer in layers:
+        chain.extend(_chain(layer) if isinstance(layer, keras.Model) else [layer])
+    if not chain:
+        raise ValueError(f"Model '{model.name}' has no layers to explain.")
+    for layer in chain:
+        if not layer.built:
+            raise ValueError(
+                f"Layer '{layer.name}' is not built; start the model with "
+                "keras.Input or call it on data before explaining it."
+            )
+    return chain
+
+
+def _io(model, attribute: str) -> list:
+    try:
+        return list(getattr(model, attribute) or ())
+    except (AttributeError, ValueError):  # an unbuilt Sequential
+        return []
+
+
+def _input_size(layer) -> int:
+    if isinstance(layer, NAC | NACMul | NALU | NAU | NMU):
+        return int(layer.effective_weights()["kernel"].shape[0])
+    if isinstance(layer, keras.layers.Dense):
+        return int(layer.kernel.shape[0])
+    raise _unsupported(layer, "it is not an arithmetic unit")

@@ -1,0 +1,265 @@
+"""Backups of a replica run: its whole state in one `.npz` file, and back.
+
+`ReplicaRun.save_backup` writes every replica's weights and optimizer
+variables, which replicas still train and the evaluations so far;
+`ReplicaRun.restore_backup` continues a new run of the same configuration
+and seeds from it, and `read_backup` reads each seed's verdict so far
+without building the model. The file holds a JSON `state` and arrays
+`variable_0 ... variable_{n-1}`; every damage is one `ValueError` that says
+to delete the file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+
+from keras_nalu._files import atomic_write
+from keras_nalu.evaluation import (
+    Evaluation,
+    success_threshold,
+    summarize_evaluations,
+)
+from keras_nalu.experiments import ExperimentConfig, total_steps
+
+BACKUP_FORMAT = 1
+"""The version of the backup file's layout; another version is refused."""
+
+
+def _load_backup(path: Path, count: int = 0) -> tuple[dict, list]:
+    """The state and the first `count` arrays of a backup, or one ValueError."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            state = json.loads(str(data["state"]))
+            arrays = [data[f"variable_{i}"] for i in range(count)]
+    except Exception as error:  # any damage: zip, .npy header, JSON, keys
+        raise ValueError(
+            f"{path} is not a readable sweep backup ({type(error).__name__}); "
+            "delete it to start afresh."
+        ) from None
+    if not isinstance(state, dict):
+        raise ValueError(f"{path} is not a readable sweep backup (no state).")
+    return state, arrays
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _check_state(path: Path, state: dict, replicas: int) -> None:
+    """Raises one ValueError unless the backup's bookkeeping is whole."""
+
+    def rows_ok(rows) -> bool:
+        return isinstance(rows, list) and all(
+            isinstance(row, list)
+            and len(row) == 4
+            and _is_int(row[0])
+            and all(_is_number(v) for v in row[1:])
+            for row in rows
+        )
+
+    def per_replica(key, ok) -> bool:
+        values = state.get(key)
+        return (
+            isinstance(values, list)
+            and len(values) == replicas
+            and all(ok(v) for v in values)
+        )
+
+    checks = {
+        "format": state.get("format") == BACKUP_FORMAT,
+        "step": _is_int(state.get("step")) and state["step"] >= 0,
+        "wall_time": _is_number(state.get("wall_time"))
+        and math.isfinite(state["wall_time"])
+        and state["wall_time"] >= 0,
+        "evaluations": per_replica("evaluations", rows_ok),
+        "iterations": per_replica(
+            "iterations", lambda v: v is None or (_is_int(v) and v >= 0)
+        ),
+        "loss_diverged": per_replica("loss_diverged", lambda v: isinstance(v, bool)),
+        "active": per_replica("active", lambda v: isinstance(v, bool)),
+    }
+    bad = [key for key, ok in checks.items() if not ok]
+    if bad:
+        raise ValueError(
+            f"{path} is a damaged sweep backup (bad {', '.join(bad)}); delete it "
+            "to start afresh."
+        )
+
+
+def partial_path(backup: Path) -> Path:
+    """The file a backup is written to before it is renamed over `backup`."""
+    return backup.with_name(f".{backup.name}.partial")
+
+
+def _identity(run) -> dict:
+    """What a backup must match: the configuration(s), seeds and engine."""
+    if run.single:
+        config = {k: v for k, v in run.config.to_config().items() if k != "seed"}
+        identity = {"config": config, "seeds": run.seeds}
+    else:
+        identity = {"configs": [c.to_config() for c in run.configs]}
+    if run.engine != "tensorflow":  # TF backups predate this key
+        identity["engine"] = run.engine
+    return json.loads(json.dumps(identity))
+
+
+def save_backup(run, path: str | os.PathLike) -> None:
+    """`ReplicaRun.save_backup`: the run's whole state into one `.npz` file."""
+    path = Path(path)
+    state = {
+        "format": BACKUP_FORMAT,
+        **_identity(run),
+        "step": run.step,
+        "wall_time": run.wall_time,
+        "evaluations": [
+            [dataclasses.astuple(e) for e in evaluations]
+            for evaluations in run._evaluations
+        ],
+        "iterations": run._iterations,
+        "loss_diverged": run._loss_diverged,
+        "active": run._active.tolist(),
+    }
+    arrays = {
+        f"variable_{i}": np.asarray(values)
+        for i, values in enumerate(run._state_arrays())
+    }
+    with atomic_write(path, "wb", temporary=partial_path(path)) as file:
+        np.savez(file, state=np.array(json.dumps(state)), **arrays)
+
+
+def restore_backup(run, path: str | os.PathLike) -> bool:
+    """`ReplicaRun.restore_backup`: the run continues from a backup, if any."""
+    path = Path(path)
+    if not path.exists():
+        return False
+    shapes = run._state_shapes()
+    state, arrays = _load_backup(path, len(shapes))
+    identity = _identity(run)
+    if state.get("format") != BACKUP_FORMAT or any(
+        state.get(key) != value for key, value in identity.items()
+    ):
+        raise ValueError(
+            f"{path} is not a backup of this run ({run._description()}, "
+            f"{run.engine} engine); delete it to start afresh."
+        )
+    if "engine" in state and "engine" not in identity:
+        raise ValueError(
+            f"{path} is a backup of the {state['engine']} engine, not of the "
+            f"{run.engine} engine; delete it to start afresh."
+        )
+    _check_state(path, state, run.num_replicas)
+    for values, shape in zip(arrays, shapes):
+        if tuple(values.shape) != shape:
+            raise ValueError(
+                f"{path} does not hold this run's variables; delete it to start afresh."
+            )
+    run._load_state_arrays(arrays)
+    run.step = int(state["step"])
+    run.wall_time = float(state["wall_time"])
+    run._evaluations = [
+        [Evaluation(*row) for row in rows] for rows in state["evaluations"]
+    ]
+    run._iterations = list(state["iterations"])
+    run._loss_diverged = list(state["loss_diverged"])
+    run._active = np.array(state["active"], dtype=bool)
+    run._set_active(run._active)
+    return True
+
+
+def read_backup(path: str | os.PathLike) -> list[dict]:
+    """Each seed's verdict so far, read from a chunk's backup file.
+
+    A long sweep chunk (hours at 5·10⁶ steps) writes `save_backup` files as
+    it trains; this reads one without building the model or touching the
+    run, so it can look at a chunk that is still training. The verdict is
+    `summarize_evaluations` over the evaluations up to the backup's step,
+    the same rule that judges the finished run. It is the verdict the run
+    would give if it stopped at the backup's step; a later step with a lower
+    interpolation MSE can still change it either way.
+
+    Args:
+        path: a `.npz` file written by `ReplicaRun.save_backup`, e.g. one
+            in a sweep's `<results>.backup/` folder.
+
+    Returns:
+        One dict per replica: `model`, `operation`, `seed`, `step` (where the
+        backup stands), `iterations` (the run's total), the verdict fields
+        of `summarize_evaluations` and `threshold`.
+
+    Raises:
+        ValueError: the file is not a readable backup.
+
+    Example:
+
+    >>> from keras_nalu.experiments import ExperimentConfig
+    >>> from keras_nalu.sweeps.replicas import ReplicaRun, read_backup
+    >>> config = ExperimentConfig(model="nau", input_size=10, iterations=200,
+    ...                           eval_every=100)
+    >>> run = ReplicaRun(config, seeds=[0, 1])
+    >>> run.train(progress=False)
+    >>> run.save_backup("chunk.npz")  # a sweep writes these as it trains
+    >>> [(r["seed"], r["step"], r["iterations"]) for r in read_backup("chunk.npz")]
+    [(0, 200, 200), (1, 200, 200)]
+
+    On the command line, `keras-nalu progress RESULTS` prints this for every
+    chunk of a sweep that is in training.
+    """
+    path = Path(path)
+    state, _ = _load_backup(path)
+    if state.get("format") != BACKUP_FORMAT:
+        raise ValueError(
+            f"{path} has backup format {state.get('format')!r}; this version "
+            f"reads format {BACKUP_FORMAT}."
+        )
+    try:
+        if "configs" in state:
+            configs = [ExperimentConfig(**c) for c in state["configs"]]
+        else:
+            configs = [
+                ExperimentConfig(**state["config"], seed=int(seed))
+                for seed in state["seeds"]
+            ]
+    except Exception as error:  # a damaged config: any field, any type
+        raise ValueError(
+            f"{path} is not a readable sweep backup ({type(error).__name__} in "
+            "its configuration)."
+        ) from None
+    _check_state(path, state, len(configs))
+    step = state["step"]
+    histories = state["evaluations"]
+    diverged = state["loss_diverged"]
+    thresholds = {}
+    records = []
+    for config, history, loss_diverged in zip(configs, histories, diverged):
+        key = dataclasses.replace(config, seed=0)
+        if key not in thresholds:  # the same for every seed of a config
+            thresholds[key] = success_threshold(config.task())
+        evaluations = [Evaluation(*e) for e in history]
+        verdict = summarize_evaluations(
+            evaluations, thresholds[key], loss_diverged=loss_diverged
+        )
+        records.append(
+            {
+                "model": config.model,
+                "operation": config.operation,
+                "seed": config.seed,
+                "step": step,
+                "iterations": total_steps(config),
+                **verdict,
+                "threshold": thresholds[key],
+            }
+        )
+    return records
+
+
+__all__ = ["BACKUP_FORMAT", "read_backup"]

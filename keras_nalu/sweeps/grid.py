@@ -1,0 +1,233 @@
+"""The grid of a sweep: its syntax, its configurations and its seeds.
+
+A sweep is the Cartesian product of some `ExperimentConfig` fields' values
+(the grid) times a list of seeds.
+
+Grid syntax (the `keras-nalu sweep --grid` flag and `parse_grid`):
+
+- `KEY=V1,V2,...`: one field, several values (`model=nmu,nau`,
+  `hidden_size=2,4,8`, `sparsity=none,10`); commas inside brackets belong to
+  the value (`interpolation_range=U[1,2],U[10,20]`);
+- `KEY1:KEY2=A1:B1,A2:B2`: fields that change together, e.g. the paired
+  ranges of Madsen & Johansen (2020), Fig. 3,
+  `interpolation_range:extrapolation_range=U[1,2]:U[2,6],U[10,20]:U[20,40]`;
+- a single value fixes a field for the whole sweep (`iterations=50000`).
+
+A JSON grid file holds the same as an object: `{"model": ["nmu", "nau"],
+"interpolation_range:extrapolation_range": [["U[1,2]", "U[2,6]"]]}`.
+Seeds are given apart, as `"0-99"` or `"0,3,7-9"` (`parse_seeds`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from keras_nalu._validation import check_seeds, parse_ranges
+from keras_nalu.experiments import ExperimentConfig
+
+_DEFAULTS = {
+    field.name: (field.default, str(field.type))
+    for field in dataclasses.fields(ExperimentConfig)
+}
+
+
+def _split_values(text: str) -> list[str]:
+    """Splits on commas outside brackets: 'U[1,2],U[2,6]' -> two values."""
+    values, depth, current = [], 0, []
+    for char in text:
+        if char in "[(":
+            depth += 1
+        elif char in "])":
+            depth -= 1
+        if char == "," and depth == 0:
+            values.append("".join(current).strip())
+            current = []
+        else:
+            current.append(char)
+    values.append("".join(current).strip())
+    return values
+
+
+def _convert(key: str, value):
+    """A grid value in the type of the `ExperimentConfig` field `key`."""
+    default, annotation = _DEFAULTS[key]
+    if default is not None:
+        kind = type(default)
+    else:  # an optional field: its annotation names the type
+        kind = int if "int" in annotation else float
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if default is None and text.lower() in ("none", "null", ""):
+        return None
+    try:
+        if kind is bool:
+            if text.lower() not in ("true", "false", "1", "0"):
+                raise ValueError(text)
+            return text.lower() in ("true", "1")
+        return kind(text)
+    except ValueError:
+        raise ValueError(
+            f"sweep grid: {key} expects {kind.__name__} values. "
+            f"Received: {key}={value!r}"
+        ) from None
+
+
+def _check_keys(keys: Sequence[str]) -> None:
+    for key in keys:
+        if key == "seed":
+            raise ValueError(
+                "sweep grid: give seeds with --seeds / seeds=, not in the grid. "
+                "Received: seed"
+            )
+        if key not in _DEFAULTS:
+            raise ValueError(
+                f"sweep grid: unknown field {key!r}. Expected ExperimentConfig "
+                f"fields: {[name for name in _DEFAULTS if name != 'seed']}"
+            )
+
+
+def parse_grid(items: Iterable[str]) -> dict[tuple[str, ...], list[tuple]]:
+    """Reads `KEY=V1,V2` and `KEY1:KEY2=A1:B1,A2:B2` items into a grid.
+
+    Args:
+        items: the `--grid` strings.
+
+    Returns:
+        `{(key, ...): [(value, ...), ...]}` with typed values.
+
+    Example:
+
+    >>> parse_grid(["model=nmu,nau", "hidden_size=2"])
+    {('model',): [('nmu',), ('nau',)], ('hidden_size',): [(2,)]}
+    """
+    grid = {}
+    for item in items:
+        if "=" not in item:
+            raise ValueError(f"sweep grid: expected KEY=V1,V2,... Received: {item!r}")
+        keys_text, values_text = item.split("=", 1)
+        keys = tuple(key.strip() for key in keys_text.split(":"))
+        rows = []
+        for value in _split_values(values_text):
+            parts = value.split(":")
+            if len(keys) > 1 and len(parts) != len(keys):
+                raise ValueError(
+                    f"sweep grid: {keys_text} takes {len(keys)} values joined by "
+                    f"':'. Received: {value!r}"
+                )
+            rows.append(tuple(parts) if len(keys) > 1 else (value,))
+        grid[keys] = rows
+    return normalize_grid(grid)
+
+
+def normalize_grid(grid: Mapping) -> dict[tuple[str, ...], list[tuple]]:
+    """Checks and types a grid given as `{key or "k1:k2" or (k1, k2): values}`.
+
+    Example:
+
+    >>> normalize_grid({"model": ["nmu"], "sparsity_start:sparsity_end":
+    ...                 [[10, 20]]})
+    {('model',): [('nmu',)], ('sparsity_start', 'sparsity_end'): [(10, 20)]}
+    """
+    normalized = {}
+    for keys, values in grid.items():
+        keys = tuple(keys.split(":")) if isinstance(keys, str) else tuple(keys)
+        _check_keys(keys)
+        if isinstance(values, str | int | float | bool) or values is None:
+            values = [values]
+        rows = []
+        for value in values:
+            # A 1-tuple is an already normalized entry of a single field.
+            single = isinstance(value, tuple) and len(value) == 1
+            parts = list(value) if len(keys) > 1 or single else [value]
+            if len(parts) != len(keys):
+                raise ValueError(
+                    f"sweep grid: {':'.join(keys)} takes {len(keys)} values per "
+                    f"entry. Received: {value!r}"
+                )
+            rows.append(tuple(_convert(k, v) for k, v in zip(keys, parts)))
+        if not rows:
+            raise ValueError(f"sweep grid: {':'.join(keys)} has no values")
+        normalized[keys] = rows
+    seen = [key for keys in normalized for key in keys]
+    repeated = sorted({key for key in seen if seen.count(key) > 1})
+    if repeated:
+        raise ValueError(f"sweep grid: fields given twice: {repeated}")
+    return normalized
+
+
+def load_grid_file(path: str | os.PathLike) -> dict[tuple[str, ...], list[tuple]]:
+    """A grid from a JSON file: `{"model": ["nmu", "nau"], ...}`."""
+    path = Path(path)
+    try:
+        grid = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ValueError(f"cannot read the grid file {path}: {error}") from None
+    if not isinstance(grid, dict):
+        raise ValueError(f"grid file {path}: expected a JSON object of fields")
+    return normalize_grid(grid)
+
+
+MAX_SEEDS = 1_000_000
+"""The most seeds one seed list may name (a typo such as 0-1000000000 would
+otherwise fill the memory before anything else happens)."""
+
+
+def parse_seeds(spec: str | Iterable[int], owner: str = "sweep") -> list[int]:
+    """Seeds from `"0-99"`, `"0,3,7-9"` or a list of integers.
+
+    Args:
+        spec: the seed list.
+        owner: who asks, for the messages (`"sweep"`, `"mnist"`).
+
+    Returns:
+        The seeds, in the order given.
+
+    Raises:
+        ValueError: a malformed list, a seed below 0 or twice, an empty
+            range such as 3-1, or more than `MAX_SEEDS` seeds.
+
+    Example:
+
+    >>> parse_seeds("0-2,10")
+    [0, 1, 2, 10]
+    """
+    if isinstance(spec, str):
+        spec = parse_ranges(owner, "seeds", spec, limit=MAX_SEEDS)
+    return check_seeds(owner, spec)
+
+
+def grid_configs(grid: Mapping) -> list[ExperimentConfig]:
+    """Every configuration of the grid (seed 0), validated now.
+
+    Example:
+
+    >>> [c.model for c in grid_configs({"model": ["nmu", "nau"]})]
+    ['nmu', 'nau']
+    """
+    grid = normalize_grid(grid)
+    configs = []
+    for combination in itertools.product(*grid.values()):
+        fields = {}
+        for keys, values in zip(grid, combination):
+            fields.update(zip(keys, values))
+        try:
+            configs.append(ExperimentConfig(**fields))
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"sweep grid: invalid configuration: {error}") from None
+    return configs
+
+
+__all__ = [
+    "MAX_SEEDS",
+    "grid_configs",
+    "load_grid_file",
+    "normalize_grid",
+    "parse_grid",
+    "parse_seeds",
+]

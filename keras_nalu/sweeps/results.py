@@ -1,0 +1,224 @@
+"""The results file of a sweep: its columns, its rows, and safe writes.
+
+One row per (configuration, seed): every config field plus the run's
+`run_experiment`-style record, and the configuration's `config_id`. The
+table is written whole to a temporary file, synced and renamed over the old
+one (`write_results`), so the file on disk is always a complete table and
+killing a sweep at any moment never leaves half a row or a duplicate.
+`results_lock` keeps two sweeps from writing one file. A file that is not
+such a table is refused with an error and never written to.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import pandas as pd
+
+from keras_nalu._files import atomic_write
+from keras_nalu.experiments import ExperimentConfig
+from keras_nalu.models import get_preset
+from keras_nalu.sweeps._rows import check_identity, row_lines
+
+CONFIG_FIELDS = tuple(field.name for field in dataclasses.fields(ExperimentConfig))
+"""The `ExperimentConfig` fields; each is a column of a results file."""
+
+CONFIG_COLUMNS = tuple(
+    "max_iterations" if name == "iterations" else name for name in CONFIG_FIELDS
+)
+"""The config columns: the fields, with `iterations` (the budget) renamed
+`max_iterations`, since `iterations` holds the steps each run took."""
+
+RECORD_FIELDS = (
+    "success",
+    "solved_at",
+    "best_step",
+    "interpolation_mse",
+    "extrapolation_mse",
+    "sparsity_error",
+    "diverged",
+    "threshold",
+    "evaluations",
+    "iterations",
+    "wall_time",
+    "iterations_per_second",
+    "replicas",
+    "subsets",
+    "engine",
+    "device",
+    "last_solved_at",
+    "final_success",
+)
+"""The result columns, from the `run_experiment`-style record of each seed."""
+
+LATER_RECORD_FIELDS = {
+    "engine": "tensorflow",
+    "device": "",
+    "last_solved_at": None,
+    "final_success": None,
+}
+"""Result columns added after results files existed, with the value their
+older rows stand for: those rows were trained by the TensorFlow engine on an
+unrecorded device, and did not record the last solved step or the verdict of
+the final evaluation (empty cells)."""
+
+RESULT_COLUMNS = (*CONFIG_COLUMNS, *RECORD_FIELDS, "config_id")
+"""Every column of a results file, in order."""
+
+LATER_FIELDS = {"epsilon": None}
+"""Fields added after results files existed, with their defaults: at the
+default a field stays out of `config_id`, so older rows keep their ids, and
+a file without its column reads as the default."""
+
+
+def config_id(config: ExperimentConfig) -> str:
+    """A short stable id of a configuration without its seed: `c` + 12 hex.
+
+    The id hashes the config's fields (`LATER_FIELDS` only when set) and the
+    preset's `revision` when above 0, not the preset's recipe itself: a
+    preset whose recipe changes must raise its revision (a test pins every
+    recipe to enforce it).
+    """
+    fields = {
+        key: value
+        for key, value in config.to_config().items()
+        if key != "seed" and not (key in LATER_FIELDS and value == LATER_FIELDS[key])
+    }
+    revision = get_preset(config.model).revision
+    if revision:  # a changed recipe: rows of the older one must not match
+        fields["preset_revision"] = revision
+    digest = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
+    return "c" + digest[:12]
+
+
+# --- results file ---------------------------------------------------------------
+
+
+def record_row(record: Mapping) -> dict:
+    """The flat results row of one `run_experiment`/`train_replicas` record."""
+    config = ExperimentConfig(**record["config"])
+    row = {
+        column: record["config"][field]
+        for column, field in zip(CONFIG_COLUMNS, CONFIG_FIELDS)
+    }
+    for key in RECORD_FIELDS:
+        value = record.get(key)
+        row[key] = json.dumps(value) if key == "subsets" else value
+    row["config_id"] = config_id(config)
+    return row
+
+
+def _foreign(path: Path, reason: str) -> ValueError:
+    return ValueError(
+        f"{path} is not a keras-nalu sweep results file ({reason}); it is left "
+        "untouched. Pass another results path."
+    )
+
+
+def check_results_path(path: str | os.PathLike) -> Path:
+    """`path` as a `Path`; a folder is refused (and left untouched)."""
+    path = Path(path)
+    if path.is_dir():
+        raise _foreign(path, "a folder")
+    return path
+
+
+def read_results(path: str | os.PathLike) -> pd.DataFrame:
+    """Reads and checks a sweep results file (empty table if there is none).
+
+    Raises:
+        ValueError: the file is unreadable, lacks sweep columns, has a
+            malformed row (its line is named), or holds a (config, seed) pair
+            twice.
+    """
+    path = Path(path)
+    if not path.exists():
+        return pd.DataFrame(columns=list(RESULT_COLUMNS))
+    if not path.is_file():
+        raise _foreign(path, "not a file")
+    try:
+        lines = row_lines(path)
+    except ValueError as error:
+        raise _foreign(path, str(error)) from None
+    try:
+        table = pd.read_csv(path, dtype={"config_id": str})
+    except ValueError as error:  # pandas' parser errors are ValueErrors too
+        reason = " ".join(str(error).split())
+        raise _foreign(path, f"unreadable as CSV: {reason}") from None
+    if len(table) != len(lines):
+        raise _foreign(path, f"{len(lines)} CSV rows but {len(table)} read")
+    for column, default in LATER_FIELDS.items():
+        if column not in table:
+            position = min(CONFIG_COLUMNS.index(column), len(table.columns))
+            table.insert(position, column, default)
+    for column, default in LATER_RECORD_FIELDS.items():
+        if column not in table:
+            position = (
+                table.columns.get_loc("config_id")
+                if "config_id" in table
+                else len(table.columns)
+            )
+            table.insert(position, column, default)
+    missing = [column for column in RESULT_COLUMNS if column not in table]
+    if missing:
+        raise _foreign(path, f"missing columns {missing}")
+    problem = check_identity(table, lines)
+    if problem:
+        raise _foreign(path, problem)
+    if table.duplicated(["config_id", "seed"]).any():
+        raise _foreign(path, "a (config, seed) pair appears twice")
+    return table
+
+
+def write_results(table: pd.DataFrame, path: Path) -> None:
+    """Replaces the results file at `path` with `table`, never half-written."""
+    with atomic_write(path, encoding="utf-8", newline="") as handle:
+        table.to_csv(handle, index=False)
+
+
+@contextlib.contextmanager
+def results_lock(path: Path):
+    """Holds `<path>.lock` so that two sweeps never write one file."""
+    lock_path = path.with_name(path.name + ".lock")
+    try:
+        lock = open(lock_path, "a")  # noqa: SIM115
+    except OSError as error:
+        raise ValueError(
+            f"cannot create the lock file {lock_path} "
+            f"({error.strerror or type(error).__name__}); pass a results path "
+            "in a folder you can write to"
+        ) from None
+    try:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ValueError(
+                f"another sweep is writing {path}; wait for it or pass another "
+                "results path"
+            ) from None
+        yield
+    finally:
+        lock.close()
+
+
+__all__ = [
+    "CONFIG_COLUMNS",
+    "CONFIG_FIELDS",
+    "LATER_FIELDS",
+    "LATER_RECORD_FIELDS",
+    "RECORD_FIELDS",
+    "RESULT_COLUMNS",
+    "check_results_path",
+    "config_id",
+    "read_results",
+    "record_row",
+    "results_lock",
+    "write_results",
+]

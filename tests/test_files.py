@@ -1,0 +1,39 @@
+"""The one atomic write (`keras_nalu._files.atomic_write`)."""
+
+import os
+
+import pytest
+
+from keras_nalu._files import atomic_write, temporary_path
+
+
+def test_the_file_is_replaced_whole_and_no_temporary_is_left(tmp_path):
+    path = tmp_path / "new" / "table.csv"  # the folder is created
+    with atomic_write(path, encoding="utf-8") as handle:
+        handle.write("a\n")
+        assert not path.exists()  # nothing there until the block succeeds
+        assert handle.name == str(temporary_path(path))
+    assert path.read_text(encoding="utf-8") == "a\n"
+    assert os.listdir(path.parent) == ["table.csv"]
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
+    path = tmp_path / "table.csv"
+    path.write_bytes(b"old")
+    with pytest.raises(RuntimeError, match="disk full"):
+        with atomic_write(path, "wb") as handle:
+            handle.write(b"half of the new")
+            raise RuntimeError("disk full")
+    assert path.read_bytes() == b"old"
+    assert os.listdir(tmp_path) == ["table.csv"]
+
+
+def test_a_named_temporary_is_used_and_a_bad_mode_refused(tmp_path):
+    path, partial = tmp_path / "chunk.npz", tmp_path / ".chunk.npz.partial"
+    with atomic_write(path, "wb", temporary=partial) as handle:
+        assert handle.name == str(partial)
+        handle.write(b"\x00")
+    assert path.read_bytes() == b"\x00" and not partial.exists()
+    with pytest.raises(ValueError, match="mode 'w' or 'wb'"):
+        with atomic_write(path, "a"):
+            pass
