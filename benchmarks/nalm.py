@@ -4,7 +4,7 @@
     python benchmarks/nalm.py --inputs 2 --seeds 0-24      # train what is missing
     python benchmarks/nalm.py --inputs 10 --units nmru --operations div
     python benchmarks/nalm.py --summarize                  # only the tables
-    python benchmarks/nalm.py --inputs 2 --ranges 6 --seeds 0-2 --one-by-one
+    python benchmarks/nalm.py --inputs 2 --ranges 6 --seeds 0-2
 
 Each unit learns t = a ∘ b straight from the inputs (one layer; with 10
 inputs, 8 are distractors) on the nine interpolation → extrapolation range
@@ -15,11 +15,12 @@ steps and the regularizer ramp moved to 5·10⁴ → 7.5·10⁴ with 10 inputs, 
 the papers' 10-input runs. Evaluation every 1,000 steps, batch 128.
 
 Training goes through `run_sweep` (resumable, vectorized replicas on the
-TensorFlow or the JAX engine); `--one-by-one` trains each (config, seed) with
-`run_experiment` instead, into the same results file, for presets the
-replica engines refuse. A run succeeds when its extrapolation MSE at the step
-of lowest validation MSE is below the threshold, and never when it diverged.
-The summary gives both rules of the papers, each with a Wilson 95 % interval:
+TensorFlow or the JAX engine; a preset an engine cannot vectorize, such as
+the sNMU's noise on TensorFlow, trains one seed at a time there).
+`--iterations` shortens every run for a quick check. A run succeeds when its
+extrapolation MSE at the step of lowest validation MSE is below the
+threshold, and never when it diverged. The summary gives both rules of the
+papers, each with a Wilson 95 % interval:
 
 - `fixed`: MSE < 10⁻⁵, the rule of the division (NMRU) and robust-NMU (sNMU)
   papers;
@@ -94,20 +95,34 @@ class Cell:
     ranges: tuple[tuple[str, str], ...]
     skipped: tuple[tuple[str, str, str], ...]  # (interpolation, extrapolation, why)
 
+    iterations: int | None = None  # None: the papers' (`ITERATIONS`)
+
     def fields(self) -> dict:
         """The `ExperimentConfig` fields of the cell, besides the ranges."""
-        return recipe(self.preset, self.input_size, self.operation)
+        return recipe(self.preset, self.input_size, self.operation, self.iterations)
+
+    def seed_steps(self, seeds: int) -> int:
+        """Optimizer steps of every (range, seed) of the cell together."""
+        return len(self.ranges) * seeds * self.fields()["iterations"]
 
 
-def recipe(preset_name: str, input_size: int, operation: str) -> dict:
-    """The `ExperimentConfig` fields of a preset on the single-module task."""
+def recipe(
+    preset_name: str, input_size: int, operation: str, iterations: int | None = None
+) -> dict:
+    """The `ExperimentConfig` fields of a preset on the single-module task.
+
+    `iterations` replaces the papers' step count (for a quick check); the
+    evaluation interval shrinks with it, to at most 1,000 steps.
+    """
     preset = get_preset(preset_name)
+    if iterations is None:
+        iterations = ITERATIONS.get(input_size, ITERATIONS[10])
     fields = {
         "model": preset_name,
         "operation": operation,
         **single_module_geometry(input_size),
-        "iterations": ITERATIONS.get(input_size, ITERATIONS[10]),
-        "eval_every": 1_000,
+        "iterations": iterations,
+        "eval_every": min(1_000, iterations),
         "batch_size": 128,
         "learning_rate": preset.learning_rate or DEFAULT_LEARNING_RATE,
     }
@@ -116,7 +131,9 @@ def recipe(preset_name: str, input_size: int, operation: str) -> dict:
     return fields
 
 
-def plan(input_sizes, units, operations, pairs=NALM_RANGES) -> list[Cell]:
+def plan(
+    input_sizes, units, operations, pairs=NALM_RANGES, iterations=None
+) -> list[Cell]:
     """The cells to run; a range pair a config refuses is skipped, with why."""
     cells = []
     for input_size in input_sizes:
@@ -125,7 +142,7 @@ def plan(input_sizes, units, operations, pairs=NALM_RANGES) -> list[Cell]:
                 if operation not in operations:
                     continue
                 ranges, skipped = [], []
-                fields = recipe(preset, input_size, operation)
+                fields = recipe(preset, input_size, operation, iterations)
                 for interpolation, extrapolation in pairs:
                     try:
                         ExperimentConfig(
@@ -145,6 +162,7 @@ def plan(input_sizes, units, operations, pairs=NALM_RANGES) -> list[Cell]:
                         preset,
                         tuple(ranges),
                         tuple(skipped),
+                        iterations,
                     )
                 )
     return cells
@@ -166,42 +184,6 @@ def train_sweep(cell: Cell, seeds: str, results_path: Path, chunk_size: int) -> 
     grid = {key: [value] for key, value in cell.fields().items()}
     grid["interpolation_range:extrapolation_range"] = [list(r) for r in cell.ranges]
     run_sweep(grid, seeds, results_path, chunk_size=chunk_size)
-
-
-def train_one_by_one(cell: Cell, seeds: str, results_path: Path) -> None:
-    """Each (config, seed) with `run_experiment`, appended to the results file."""
-    import keras
-
-    from keras_nalu.experiments import run_experiment
-    from keras_nalu.sweeps.runner import (
-        RESULT_COLUMNS,
-        config_id,
-        read_results,
-        record_row,
-    )
-
-    table = read_results(results_path)
-    done = set(zip(table["config_id"].astype(str), table["seed"].astype(int)))
-    for config in configs_of(cell):
-        for seed in parse_seeds(seeds):
-            if (config_id(config), seed) in done:
-                continue
-            keras.backend.clear_session()
-            _, record = run_experiment(
-                dataclasses.replace(config, seed=seed), verbose=False
-            )
-            row = record_row(
-                {**record, "replicas": 1, "engine": keras.backend.backend()}
-            )
-            new = pd.DataFrame([row], columns=list(RESULT_COLUMNS))
-            table = pd.concat([table, new], ignore_index=True) if len(table) else new
-            temporary = results_path.with_name(f".{results_path.name}.tmp")
-            table.to_csv(temporary, index=False)
-            os.replace(temporary, results_path)
-            print(
-                f"{config.model} {config.operation} {config.interpolation_range} "
-                f"seed {seed}: extrapolation MSE {record['extrapolation_mse']:.3g}"
-            )
 
 
 def judged(results: pd.DataFrame) -> pd.DataFrame:
@@ -306,9 +288,14 @@ def parser() -> argparse.ArgumentParser:
         "--ranges", default="0-8", help="indices into NALM_RANGES, e.g. 6 or 0,4-8"
     )
     parser.add_argument("--seeds", default="0-24")
+    parser.add_argument(
+        "--iterations",
+        type=int,
+        default=None,
+        help="steps per run instead of the papers' (a quick check)",
+    )
     parser.add_argument("--chunk-size", type=int, default=225)
     parser.add_argument("--out", default=str(OUT))
-    parser.add_argument("--one-by-one", action="store_true", help="run_experiment")
     parser.add_argument("--dry-run", action="store_true", help="print the plan")
     parser.add_argument("--summarize", action="store_true", help="no training")
     return parser
@@ -322,26 +309,31 @@ def main(argv=None) -> int:
     indices = parse_seeds(args.ranges, owner="--ranges")
     if max(indices) >= len(NALM_RANGES):
         raise SystemExit(f"nalm.py: --ranges goes from 0 to {len(NALM_RANGES) - 1}")
-    cells = plan(sizes, units, operations, [NALM_RANGES[i] for i in indices])
+    if args.iterations is not None and args.iterations < 1:
+        raise SystemExit(f"nalm.py: --iterations must be >= 1, not {args.iterations}")
+    pairs = [NALM_RANGES[i] for i in indices]
+    cells = plan(sizes, units, operations, pairs, args.iterations)
     out = Path(args.out)
     results_path = out / "results.csv"
     if args.dry_run:
+        seeds = len(parse_seeds(args.seeds))
         for cell in cells:
             print(
                 f"{cell.input_size:>2} inputs {cell.operation} {cell.unit:<18} "
-                f"{cell.preset:<26} {len(cell.ranges)} ranges"
+                f"{cell.preset:<26} {len(cell.ranges)} ranges × {seeds} seeds × "
+                f"{cell.fields()['iterations']:,} steps = "
+                f"{cell.seed_steps(seeds):,} seed-steps"
             )
             for low, high, why in cell.skipped:
                 print(f"     skipped {low} → {high}: {why}")
+        total = sum(cell.seed_steps(seeds) for cell in cells)
+        print(f"total: {len(cells)} cells, {total:,} seed-steps")
         return 0
     if not args.summarize:
         out.mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
         for cell in cells:
-            if args.one_by_one:
-                train_one_by_one(cell, args.seeds, results_path)
-            else:
-                train_sweep(cell, args.seeds, results_path, args.chunk_size)
+            train_sweep(cell, args.seeds, results_path, args.chunk_size)
         print(f"wall time: {time.perf_counter() - started:.0f} s")
     if not results_path.exists():
         print(f"No results at {results_path}", file=sys.stderr)

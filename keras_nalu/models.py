@@ -22,8 +22,10 @@ from keras_nalu.callbacks import RegularizationSchedule, find_scheduled_regulari
 #: The learning rate of a preset that names none (Madsen & Johansen 2020).
 DEFAULT_LEARNING_RATE = 1e-3
 
-#: Output kinds that may divide by inputs near 0 (ε in training).
-ZERO_SAFE_DIVISION_KINDS = frozenset({"nmru"})
+#: Output kinds that add ε to |x| before dividing by it (the NMRU in
+#: training; the NPUs' log(|x| + ε)), so a divisor near 0 stays finite: the
+#: division paper (Mistry et al. 2022) trains them on U[-2, 2].
+ZERO_SAFE_DIVISION_KINDS = frozenset({"nmru", "npu", "real_npu", "real_npu_modified"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,10 +87,11 @@ class Preset:
 
     @property
     def divides_near_zero(self) -> bool:
-        """Whether its output unit may divide by inputs near 0 (the NMRU).
+        """Whether its output unit may divide by inputs near 0 (the NMRU, the
+        NPUs: `ZERO_SAFE_DIVISION_KINDS`).
 
-        `ArithmeticTask(allow_zero_divisor=...)` takes it for division with
-        an input range that contains 0.
+        `ExperimentConfig` passes it to `ArithmeticTask(allow_zero_divisor=...)`,
+        which otherwise refuses division over an input range that holds 0.
         """
         return self.layers[-1] in ZERO_SAFE_DIVISION_KINDS
 

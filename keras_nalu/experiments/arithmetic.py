@@ -170,7 +170,9 @@ class ExperimentConfig:
 
     def task(self) -> ArithmeticTask:
         fields = {name: getattr(self, name) for name in TASK_FIELDS}
-        return ArithmeticTask(seed=self.seed, **fields)
+        # A unit that keeps 1/x finite near 0 may be trained to divide there.
+        safe = get_preset(self.model).divides_near_zero
+        return ArithmeticTask(seed=self.seed, allow_zero_divisor=safe, **fields)
 
     def to_config(self) -> dict:
         return dataclasses.asdict(self)

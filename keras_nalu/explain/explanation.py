@@ -147,8 +147,9 @@ def explain(
 
     Args:
         model: a `keras.Sequential` or functional model (or a single built
-            layer) whose layers form a chain of NAU, NMU, NAC, NACMul, NALU
-            and `Dense` layers with linear activation and zero bias.
+            layer) whose layers form a chain of NAU, NMU (and sNMU), NMRU,
+            NAC, NACMul, NALU, RealNPU, MCFC, MCFCMul and `Dense` layers with
+            linear activation and zero bias.
         tolerance: largest distance of a weight from its discrete value that
             still counts as discrete, in [0, 0.5).
         input_names: names of the model inputs; default `x0 ... x{n-1}`, for

@@ -21,7 +21,18 @@ from keras_nalu.explain.expression import (
     _make_sum,
     _Node,
 )
-from keras_nalu.layers import NAC, NALU, NAU, NMU, NACMul
+from keras_nalu.layers import (
+    MCFC,
+    NAC,
+    NALU,
+    NAU,
+    NMRU,
+    NMU,
+    NPU,
+    MCFCMul,
+    NACMul,
+    RealNPU,
+)
 
 # Rounding prefers the non-zero value on a tie, so a weight stuck at 0.5 still
 # shows the input it half-selects.
@@ -91,8 +102,8 @@ def _products(rounded: np.ndarray, keep_sign: bool):
 def _unsupported(layer, reason: str) -> UnsupportedLayerError:
     return UnsupportedLayerError(
         f"explain() cannot read layer '{layer.name}' ({type(layer).__name__}): "
-        f"{reason}. It reads chains of NAU, NMU, NAC, NACMul, NALU and "
-        "Dense(activation=None) layers without bias."
+        f"{reason}. It reads chains of NAU, NMU, NMRU, NAC, NACMul, NALU, "
+        "RealNPU, MCFC, MCFCMul and Dense(activation=None) layers without bias."
     )
 
 
@@ -115,6 +126,56 @@ def _read_products(layer, values, keep_sign: bool) -> _LayerReading:
         _kernel_distances(layer.name, kernel, distance),
         [],
         [""] * kernel.shape[1],
+    )
+
+
+def _read_nmru(layer) -> _LayerReading:
+    """An NMRU: x_i to the power W_i - W_(I+i), rounded to {0, 1} each, signed."""
+    weights = layer.effective_weights()
+    kernel = _numpy(weights["kernel"])
+    reciprocal = _numpy(weights["reciprocal_kernel"])
+    rounded, distance = _round(kernel, UNSIGNED_VALUES)
+    rounded_reciprocal, reciprocal_distance = _round(reciprocal, UNSIGNED_VALUES)
+    return _LayerReading(
+        _products(rounded - rounded_reciprocal, keep_sign=True),
+        _kernel_distances(layer.name, kernel, distance)
+        + _kernel_distances(
+            f"{layer.name}.reciprocal_kernel", reciprocal, reciprocal_distance
+        ),
+        [],
+        [""] * kernel.shape[1],
+    )
+
+
+def _read_real_npu(layer) -> _LayerReading:
+    """A RealNPU: x_i to the power g_i·Re_i, g in {0, 1} and Re in {-1, 0, 1}."""
+    kernel = _numpy(layer.effective_weights()["kernel"])
+    gate = _numpy(layer.gate_values()).reshape(-1, 1)
+    rounded, distance = _round(kernel, SIGNED_VALUES)
+    rounded_gate, gate_distance = _round(gate, UNSIGNED_VALUES)
+    return _LayerReading(
+        _products(rounded * rounded_gate, keep_sign=True),
+        _kernel_distances(layer.name, kernel, distance)
+        + _kernel_distances(f"{layer.name}.gate", gate, gate_distance),
+        [],
+        [""] * kernel.shape[1],
+    )
+
+
+def _read_mcfc(layer) -> _LayerReading:
+    """An MC-FC (sums) or its log-space form (products of magnitudes, × e^β)."""
+    kernel = _numpy(layer.effective_weights()["kernel"])
+    rounded, distance = _round(kernel, UNSIGNED_VALUES)
+    distances = _kernel_distances(layer.name, kernel, distance)
+    if not isinstance(layer, MCFCMul):
+        return _LayerReading(
+            _signed_sums(rounded), distances, [], [""] * kernel.shape[1]
+        )
+    # The bias β scales each product by e^β: read as 1 when β ≈ 0.
+    bias = _numpy(layer.bias).reshape(1, -1)
+    distances += _kernel_distances(f"{layer.name}.bias", bias, np.abs(bias))
+    return _LayerReading(
+        _products(rounded, keep_sign=False), distances, [], [""] * kernel.shape[1]
     )
 
 
@@ -211,6 +272,14 @@ def _read_layer(layer, tolerance, layer_inputs, gate_names) -> _LayerReading:
         return _read_linear(layer, _numpy(layer.effective_weights()["kernel"]))
     if isinstance(layer, NMU):
         return _read_products(layer, UNSIGNED_VALUES, keep_sign=True)
+    if isinstance(layer, NMRU):
+        return _read_nmru(layer)
+    if isinstance(layer, RealNPU):
+        return _read_real_npu(layer)
+    if isinstance(layer, NPU):
+        raise _unsupported(layer, "its complex weights are not read (a RealNPU is)")
+    if isinstance(layer, MCFC):
+        return _read_mcfc(layer)
     if isinstance(layer, NALU):  # before NAC: both share the NAC weights
         return _read_nalu(layer, tolerance, layer_inputs, gate_names)
     if isinstance(layer, NACMul):
@@ -283,7 +352,7 @@ def _io(model, attribute: str) -> list:
 
 
 def _input_size(layer) -> int:
-    if isinstance(layer, NAC | NACMul | NALU | NAU | NMU):
+    if isinstance(layer, NAC | NACMul | NALU | NAU | NMU | NMRU | NPU | MCFC):
         return int(layer.effective_weights()["kernel"].shape[0])
     if isinstance(layer, keras.layers.Dense):
         return int(layer.kernel.shape[0])

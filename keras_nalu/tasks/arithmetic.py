@@ -253,8 +253,9 @@ class _SubsetSumTask:
                 raise ValueError(
                     f"{owner} with operation='div' expects {name} to keep the "
                     "divisor away from 0 (exclude 0; one sign for a sum of "
-                    "several inputs); only the NMRU divides by values near 0 "
-                    f"(allow_zero_divisor=True). Received: {name}={value_range}"
+                    "several inputs); only a unit that adds ε to the divisor "
+                    "(the NMRU, the NPUs) divides by values near 0: "
+                    f"allow_zero_divisor=True. Received: {name}={value_range}"
                 )
             if self.operation == "root" and value_range.lower < 0:
                 if value_range.upper <= 0:
@@ -582,8 +583,9 @@ class ArithmeticTask(_SubsetSumTask):
         explicit_subsets: `[start, end)` pairs replacing the ratio-derived
             subsets (and offset), e.g. for the simple 10-parameter task.
         allow_zero_divisor: accept "div" with a divisor that can be 0 or
-            near it, for a unit that divides safely there (the NMRU, as
-            `Preset.divides_near_zero` says); the targets are then unbounded.
+            near it, for a unit that divides safely there (the NMRU, the
+            NPUs: `Preset.divides_near_zero`, which `ExperimentConfig`
+            passes); the targets are then unbounded.
 
     Example:
 

@@ -13,7 +13,18 @@ from keras_nalu.explain import (
     compare_with_task,
     explain,
 )
-from keras_nalu.layers import NAC, NALU, NAU, NMU, NACMul
+from keras_nalu.layers import (
+    MCFC,
+    NAC,
+    NALU,
+    NAU,
+    NMRU,
+    NMU,
+    NPU,
+    MCFCMul,
+    NACMul,
+    RealNPU,
+)
 
 sympy = pytest.importorskip("sympy")
 
@@ -385,3 +396,92 @@ def test_linear_chain_merges_hidden_rows_into_effective_coefficients():
     # row 1 clip to one weight of 1.
     expected = "y = sum(x[0:4]) + 2*sum(x[4:7]) + sum(x[7:12])"
     assert str(explain(model)) == expected
+
+
+def single_unit(layer, input_size):
+    return keras.Sequential([keras.Input((input_size,)), layer])
+
+
+def test_nmru_reads_a_signed_division():
+    layer = NMRU(2, name="nmru")
+    model = single_unit(layer, 3)
+    # rows x0, x1, x2, then 1/x0, 1/x1, 1/x2: columns x0 / x2 and x1·x2 / x0
+    layer.kernel.assign(
+        np.array([[1, 0], [0, 1], [0, 1], [0, 1], [0, 0], [1, 0]], "float32")
+    )
+    task = ArithmeticTask("div", input_size=3, subsets=((0, 1), (2, 3)))
+
+    explanation = explain(model)
+
+    assert explanation.outputs == ["x0 / x2", "x1 * x2 / x0"]
+    assert explanation.discrete
+    model_numbers_match_expression(model, explanation, low=-2.0, high=-1.0)
+    divide = single_unit(NMRU(1, name="divide"), 3)
+    divide.get_layer("divide").kernel.assign(
+        np.array([[1], [0], [0], [0], [0], [1]], "float32")
+    )
+    assert compare_with_task(explain(divide), task).verdict == "exact"
+
+
+def test_nmru_half_selected_reciprocal_is_not_discrete():
+    layer = NMRU(1, name="nmru")
+    model = single_unit(layer, 2)
+    layer.kernel.assign(np.array([[1], [0], [0], [0.4]], "float32"))
+
+    explanation = explain(model)
+
+    assert explanation.outputs == ["x0"]
+    assert not explanation.discrete
+    assert explanation.deviations == [
+        ("nmru.reciprocal_kernel", (1, 0), pytest.approx(0.4))
+    ]
+
+
+def test_real_npu_reads_exponents_its_gate_lets_through():
+    layer = RealNPU(1, name="npu")
+    model = single_unit(layer, 3)
+    layer.kernel.assign(np.array([[1.0], [-1.0], [1.0]], "float32"))
+    layer.gate.assign(np.array([1.0, 1.0, 0.0], "float32"))  # x2 gated off
+
+    explanation = explain(model)
+
+    assert explanation.outputs == ["x0 / x1"]
+    assert explanation.discrete
+    model_numbers_match_expression(model, explanation, low=-3.0, high=-1.0)
+    layer.gate.assign(np.array([1.0, 0.7, 0.0], "float32"))
+    assert explain(model).deviations == [("npu.gate", (1, 0), pytest.approx(0.7))]
+
+
+def test_complex_npu_is_unsupported():
+    with pytest.raises(UnsupportedLayerError, match="'npu'.*NPU.*complex"):
+        explain(single_unit(NPU(1, name="npu"), 2))
+
+
+def test_mcfc_reads_the_selected_sum():
+    layer = MCFC(2, name="mcfc")
+    model = single_unit(layer, 3)
+    # each input sends its mass to one output; both gates saturated
+    layer.junction.assign(
+        np.array([[20.0, -20.0], [20.0, -20.0], [-20.0, 20.0]], "float32")
+    )
+    layer.gate_kernel.assign(np.array([[20.0, 20.0]], "float32"))
+
+    explanation = explain(model)
+
+    assert explanation.outputs == ["x0 + x1", "x2"]
+    assert explanation.discrete
+    model_numbers_match_expression(model, explanation)
+
+
+def test_mcfc_mul_reads_a_product_and_flags_its_bias():
+    layer = MCFCMul(1, name="mcfc_mul")
+    model = single_unit(layer, 2)
+    layer.gate_kernel.assign(np.array([[20.0]], "float32"))
+
+    explanation = explain(model)
+
+    assert explanation.outputs == ["x0 * x1"]
+    assert explanation.discrete
+    model_numbers_match_expression(model, explanation)
+    layer.bias.assign(np.array([0.2], "float32"))  # y = e^0.2 · x0·x1
+    assert explain(model).deviations == [("mcfc_mul.bias", (0, 0), pytest.approx(0.2))]

@@ -410,3 +410,103 @@ def test_norm_clipping_is_each_replicas_own(option, monkeypatch):
     model.fit(x, t, batch_size=128, epochs=1, shuffle=False, verbose=0)
     for a, b in zip(run.weights(1), model.get_weights()):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+# The single-module presets of issue 26 (one unit, 10 inputs): each trains as
+# replicas, each replica as `model.fit` would on its batches.
+_SINGLE_MODULE = {
+    "single_nmru": "div",  # global gradient norm clipping
+    "single_snmu": "mul",  # a noise seed per replica (non-trainable state)
+    "single_real_npu_div": "div",  # Heim et al.'s growing L1 on Re and g
+    "single_real_npu_modified": "div",  # clip, two ramps and the L1, summed
+    "single_mcfc": "add",  # -mean(p²) on three weights
+    "single_mcfc_mul": "mul",
+}
+
+
+def _single_module_config(model, **changes):
+    from keras_nalu.tasks.nalm import single_module_geometry
+
+    fields = dict(
+        model=model,
+        operation=_SINGLE_MODULE[model],
+        **single_module_geometry(10),
+        iterations=40,
+        eval_every=40,
+        learning_rate=0.01,
+        sparsity_start=10,
+        sparsity_end=20,
+        steps_per_execution=1,
+    )
+    return ExperimentConfig(**{**fields, **changes})
+
+
+@pytest.mark.parametrize("model", list(_SINGLE_MODULE))
+def test_single_module_presets_train_as_model_fit(model, monkeypatch):
+    from keras_nalu import models
+
+    preset = models.PRESETS[model]
+    if preset.l1 is not None:  # β grows within the test's 40 steps
+        l1 = {**preset.l1, "growth_every": 10}
+        monkeypatch.setitem(models.PRESETS, model, dataclasses.replace(preset, l1=l1))
+    config = _single_module_config(model)
+    run = ReplicaRun(config, [3, 8])
+    batches = [run.training_batch(step) for step in range(config.iterations)]
+    run.train(progress=False)
+    x = np.concatenate([np.asarray(b[0][1]) for b in batches])
+    t = np.concatenate([np.asarray(b[1][1]) for b in batches])
+    replica, callbacks = engine_base.build_replica(dataclasses.replace(config, seed=8))
+    replica.fit(
+        x, t, batch_size=128, epochs=1, shuffle=False, callbacks=callbacks, verbose=0
+    )
+    for a, b in zip(run.weights(1), replica.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    if preset.l1 is not None:
+        l1 = [r for r in run._regularizers if type(r).__name__ == "L1"]
+        assert run._strengths(25, 26)[0, run._regularizers.index(l1[0])] == (
+            pytest.approx(preset.l1["initial_strength"] * 100)
+        )
+
+
+def test_snmu_replicas_draw_their_own_noise():
+    config = _single_module_config("single_snmu", iterations=60, eval_every=30)
+    together = ReplicaRun(config, [0, 5])
+    assert together._state_variables, "the sNMU's noise seed is model state"
+    together.train(progress=False)
+    state = together.stacked_state()
+    assert not np.array_equal(state[0][0], state[0][1])
+    for r, seed in enumerate([0, 5]):
+        alone = ReplicaRun(config, [seed])
+        alone.train(progress=False)
+        _assert_same_weights(together, r, alone, 0)
+        _assert_same_records([together.results()[r]], alone.results())
+    # The noise mattered: the plain NMU's weights differ after the same steps.
+    plain = ReplicaRun(dataclasses.replace(config, model="single_nmu"), [0])
+    plain.train(progress=False)
+    difference = max(
+        np.abs(a - b).max() for a, b in zip(together.weights(0), plain.weights(0))
+    )
+    assert difference > 1e-4
+
+
+def test_a_sweep_trains_the_nmru_over_a_range_around_zero(tmp_path):
+    from keras_nalu.sweeps.runner import run_sweep
+
+    grid = {
+        "model": ["single_nmru"],
+        "operation": ["div"],
+        "input_size": [10],
+        "subset_ratio": [0.1],
+        "overlap_ratio": [0.0],
+        "interpolation_range:extrapolation_range": [
+            ["U[-2,2]", "U[-6,-2] ∪ U[2,6]"],
+            ["U[1,2]", "U[2,6]"],
+        ],
+        "iterations": [100],
+        "eval_every": [50],
+    }
+    outcome = run_sweep(grid, "0-1", tmp_path / "results.csv", progress=False)
+    rows = outcome.results
+    assert len(rows) == 4 and set(rows["engine"]) == {"jax"}
+    assert set(rows["replicas"]) == {4}  # both ranges, both seeds: one run
+    assert np.isfinite(rows["extrapolation_mse"].astype(float)).all()

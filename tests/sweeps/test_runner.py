@@ -243,6 +243,27 @@ def test_a_preset_that_cannot_be_vectorized_is_swept_seed_by_seed(tmp_path):
         assert rows.loc[seed, "best_step"] == record["best_step"]
 
 
+def test_the_snmu_sweeps_as_replicas_where_its_engine_carries_the_noise(tmp_path):
+    # The sNMU's noise seed is model state: the JAX engine carries it per
+    # replica; the TensorFlow engine cannot, and the sweep trains seed by seed.
+    import keras
+
+    grid = [
+        "model=single_snmu",
+        "operation=mul",
+        "input_size=2",
+        "subset_ratio=0.5",
+        "overlap_ratio=0",
+        "iterations=100",
+        "eval_every=50",
+    ]
+    outcome = run_sweep(parse_grid(grid), "0-1", tmp_path / "r.csv", 2, progress=False)
+    rows = read_results(outcome.path)
+    expected = 2 if keras.backend.backend() == "jax" else 1
+    assert list(rows["replicas"]) == [expected, expected]
+    assert np.isfinite(rows["extrapolation_mse"].astype(float)).all()
+
+
 def test_a_file_from_before_epsilon_resumes_with_its_ids(tmp_path):
     grid = {"model": ["nau"], "input_size": [10], "iterations": [20]}
     path = tmp_path / "results.csv"

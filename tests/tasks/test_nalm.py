@@ -4,6 +4,7 @@ import warnings
 
 import pytest
 
+from keras_nalu.experiments import ExperimentConfig
 from keras_nalu.models import PRESETS
 from keras_nalu.tasks import ArithmeticTask, Range
 from keras_nalu.tasks.nalm import (
@@ -76,13 +77,16 @@ def test_division_by_a_range_that_holds_zero_names_the_nmru(interpolation):
     message = str(info.value)
     assert f"interpolation_range={Range.parse(interpolation)}" in message
     assert "NMRU" in message and "\n" not in message
-    # The NMRU's presets say they may; the others do not.
-    assert PRESETS["single_nmru"].divides_near_zero
-    assert not any(
-        preset.divides_near_zero
-        for name, preset in PRESETS.items()
-        if "nmru" not in name
-    )
+    # The presets whose output unit adds ε to the divisor say they may.
+    safe = {name for name, preset in PRESETS.items() if preset.divides_near_zero}
+    assert safe == {
+        "npu",
+        "real_npu",
+        "single_nmru",
+        "single_real_npu",
+        "single_real_npu_div",
+        "single_real_npu_modified",
+    }
     task = single_module_task(
         "div", 2, interpolation, "U[2,6]", allow_zero_divisor=True
     )
@@ -93,3 +97,22 @@ def test_division_by_a_range_that_holds_zero_names_the_nmru(interpolation):
 def test_allow_zero_divisor_is_a_bool():
     with pytest.raises(ValueError, match="allow_zero_divisor='yes'"):
         ArithmeticTask(allow_zero_divisor="yes")
+
+
+@pytest.mark.parametrize(
+    "model, accepted",
+    [("single_nmru", True), ("single_real_npu_modified", True), ("single_nmu", False)],
+)
+def test_experiment_config_divides_near_zero_only_with_a_safe_unit(model, accepted):
+    fields = {
+        "model": model,
+        "operation": "div",
+        **single_module_geometry(10),
+        "interpolation_range": "U[-2,2]",
+        "extrapolation_range": "U[-6,-2] ∪ U[2,6]",
+    }
+    if accepted:
+        assert ExperimentConfig(**fields).task().allow_zero_divisor
+    else:
+        with pytest.raises(ValueError, match="allow_zero_divisor=True"):
+            ExperimentConfig(**fields)
