@@ -15,9 +15,9 @@ The non-linearities are Table 5's, under their PyTorch definitions (the
 table's names are PyTorch's modules): Hardtanh = clip to [-1, 1], LeakyReLU
 with slope 0.01, Softshrink with λ = 0.5, PReLU with one learned slope
 initialized at 0.25 and Threshold(1, 0) (x if x > 1 else 0; the paper does
-not give its threshold). Beyond the table: hard sigmoid and SiLU/Swish (seed
-003) and an autoencoder of four `NAU` layers (no non-linearity, weights in
-[-1, 1]).
+not give its threshold). Beyond the table: hard sigmoid and SiLU/Swish (a
+NALU course report) and an autoencoder of four `NAU` layers (no
+non-linearity, weights in [-1, 1]).
 
 All models are trained together as independent copies in one Keras model:
 the loss is the sum of the copies' squared errors, so each copy gets exactly

@@ -1,4 +1,4 @@
-"""Nothing lost to a bad path, a bad file or a repeated name (issue 23).
+"""Nothing lost to a bad path, a bad file or a repeated name.
 
 Each bad input ends in one line naming the argument, the value and what to
 do, with exit status 2, before any training; no input file is written over.

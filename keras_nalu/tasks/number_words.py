@@ -5,8 +5,8 @@ units and teens are one token ("zero" … "nineteen"), tens are one token
 ("twenty" … "ninety") followed by the unit if any ("forty two", no hyphen),
 hundreds are "<unit> hundred" followed by "and <rest>" when the rest is not
 zero ("one hundred", "one hundred and ten", "five hundred and fifteen"), and
-1000 is "one thousand". The task itself uses the 1000 numbers 0–999: seed
-002 trains and tests "using numbers from 0 to 1000" and splits them into
+1000 is "one thousand". The task itself uses the 1000 numbers 0–999: Trask et
+al. (2018) train and test "using numbers from 0 to 1000" and split them into
 169 + 200 + 631 = 1000 examples, so the upper bound is exclusive. Its
 vocabulary is the 30 tokens of those numbers; token id 0 is kept for padding.
 

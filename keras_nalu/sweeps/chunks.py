@@ -1,0 +1,243 @@
+"""Chunks of a sweep: seeds of one recipe trained together, and their training.
+
+A sweep's configurations × seeds are cut into `Chunk`s (`plan_chunks`); each
+chunk trains as one vectorized run of replicas on the Keras backend's engine
+(`train_chunk`), backed up beside the results file (`chunk_backup`), or seed
+by seed with `run_experiment` where the engine cannot vectorize the preset.
+`keras_nalu.sweeps.runner` decides where the chunks train and writes rows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from keras_nalu._validation import check_positive_int
+from keras_nalu.experiments import ExperimentConfig
+from keras_nalu.sweeps.engines.base import recipe, total_steps, vectorizable
+from keras_nalu.sweeps.results import config_id, record_row
+
+
+@dataclasses.dataclass(frozen=True)
+class Chunk:
+    """Runs trained together as one vectorized run of replicas.
+
+    A chunk is one configuration and some of its seeds; on an engine that
+    trains runs of different tasks together (the JAX engine), it may hold
+    more configurations of the same recipe (`more`), each with its seeds.
+    """
+
+    config: ExperimentConfig
+    seeds: tuple[int, ...]
+    more: tuple[tuple[ExperimentConfig, tuple[int, ...]], ...] = ()
+
+    @property
+    def parts(self) -> tuple[tuple[ExperimentConfig, tuple[int, ...]], ...]:
+        """Every `(config, seeds)` of the chunk, the first one first."""
+        return ((self.config, self.seeds), *self.more)
+
+    @property
+    def runs(self) -> list[ExperimentConfig]:
+        """One config per replica, its seed set."""
+        return [
+            dataclasses.replace(config, seed=seed)
+            for config, seeds in self.parts
+            for seed in seeds
+        ]
+
+    @property
+    def replicas(self) -> int:
+        return sum(len(seeds) for _, seeds in self.parts)
+
+    @property
+    def steps(self) -> int:
+        """Seed-steps of the chunk: replicas × optimizer steps."""
+        return self.replicas * total_steps(self.config)
+
+
+def plan_chunks(
+    configs: Sequence[ExperimentConfig],
+    seeds: Sequence[int],
+    chunk_size: int,
+    done: set[tuple[str, int]] = frozenset(),
+    batch: bool = False,
+) -> list[Chunk]:
+    """Chunks of at most `chunk_size` seeds per configuration, minus `done`.
+
+    The chunks are cut from the full seed list before finished pairs are
+    removed, so a resumed sweep trains the same replica groups. With
+    `batch`, chunks of configurations that share their recipe (model and
+    training, `keras_nalu.sweeps.engines.RECIPE_FIELDS`) and differ only in
+    the task are then packed together, up to `chunk_size` replicas a chunk,
+    so that one vectorized run fills a GPU.
+
+    Example:
+
+    >>> chunks = plan_chunks([ExperimentConfig()], range(5), chunk_size=2)
+    >>> [chunk.seeds for chunk in chunks]
+    [(0, 1), (2, 3), (4,)]
+    >>> grid = [ExperimentConfig(operation=op) for op in ("add", "sub")]
+    >>> [chunk.replicas for chunk in plan_chunks(grid, range(3), 10, batch=True)]
+    [6]
+    """
+    check_positive_int("sweep", "chunk_size", chunk_size)
+    seeds = list(seeds)
+    chunks = []
+    for config in configs:
+        key = config_id(config)
+        for start in range(0, len(seeds), chunk_size):
+            todo = tuple(
+                seed
+                for seed in seeds[start : start + chunk_size]
+                if (key, seed) not in done
+            )
+            if todo:
+                chunks.append(Chunk(config, todo))
+    return _packed(chunks, chunk_size) if batch else chunks
+
+
+def _packed(chunks: list[Chunk], chunk_size: int) -> list[Chunk]:
+    """Chunks of one recipe packed together, first fit, in their order."""
+    bins: dict[tuple, list[list]] = {}
+    packed: list[list] = []
+    for chunk in chunks:
+        part = (chunk.config, chunk.seeds)
+        if not vectorizable(chunk.config):
+            packed.append([part])
+            continue
+        same_recipe = bins.setdefault(recipe(chunk.config), [])
+        for parts in same_recipe:
+            if sum(len(seeds) for _, seeds in parts) + len(chunk.seeds) <= chunk_size:
+                parts.append(part)
+                break
+        else:
+            same_recipe.append([part])
+            packed.append(same_recipe[-1])
+    return [Chunk(*parts[0], tuple(parts[1:])) for parts in packed]
+
+
+def chunk_backup(results_path: str | os.PathLike, chunk: Chunk) -> Path:
+    """Where a sweep backs up a chunk in training: beside its results file.
+
+    `<results>.backup/<config id>-<first seed>-<digest>.npz`, one file per
+    chunk (the digest covers every config and seed of the chunk), deleted
+    once the chunk has finished training.
+
+    Example:
+
+    >>> chunk = Chunk(ExperimentConfig(), (0, 1, 2))
+    >>> chunk_backup("results/sweep.csv", chunk).parent.name
+    'sweep.csv.backup'
+    """
+    path = Path(results_path)
+    text = ",".join(map(str, chunk.seeds))
+    for config, seeds in chunk.more:
+        text += f";{config_id(config)}:" + ",".join(map(str, seeds))
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    name = f"{config_id(chunk.config)}-{chunk.seeds[0]}-{digest[:8]}.npz"
+    return path.with_name(path.name + ".backup") / name
+
+
+def train_chunk(
+    chunk: Chunk | ExperimentConfig,
+    seeds: Sequence[int] | None = None,
+    progress=False,
+    backup: str | os.PathLike | None = None,
+    backup_every: float = 600.0,
+):
+    """The result rows of one chunk (runs in a Ray worker too).
+
+    A chunk is trained as vectorized replicas on the Keras backend's engine,
+    backed up to `backup` (if given) every `backup_every` seconds and
+    resumed from it; a preset that cannot be vectorized (see `vectorizable`)
+    trains its seeds one after the other with `run_experiment`, which gives
+    the same rows with `replicas` = 1 (and is not backed up).
+
+    Args:
+        chunk: a `Chunk`, or a config whose `seeds` follow.
+        seeds: with a config, the seeds.
+        progress: as for `train_replicas`.
+        backup, backup_every: as for `train_replicas`.
+    """
+    from keras_nalu.sweeps.engines import (
+        NotVectorizableError,
+        train_batched,
+        train_replicas,
+    )
+
+    if isinstance(chunk, ExperimentConfig):
+        chunk = Chunk(chunk, tuple(seeds))
+    config = chunk.config
+    try:
+        if not vectorizable(config):
+            raise NotVectorizableError(config.model)
+        if chunk.more:
+            records = train_batched(
+                chunk.runs, progress=progress, backup=backup, backup_every=backup_every
+            )
+        else:
+            records = train_replicas(
+                config,
+                list(chunk.seeds),
+                progress=progress,
+                backup=backup,
+                backup_every=backup_every,
+            )
+    except NotVectorizableError:  # this engine cannot: one seed at a time
+        records = []
+        for part, part_seeds in chunk.parts:
+            records += _train_one_by_one(part, part_seeds, progress)
+    return [record_row(record) for record in records]
+
+
+def _train_one_by_one(config, seeds, progress) -> list[dict]:
+    import keras
+
+    from keras_nalu.experiments import run_experiment
+
+    records = []
+    for seed in seeds:
+        keras.backend.clear_session()
+        _, record = run_experiment(
+            dataclasses.replace(config, seed=seed), verbose=progress is True
+        )
+        records.append(
+            {
+                **record,
+                "replicas": 1,
+                "engine": keras.backend.backend(),
+                "device": _keras_device(),
+            }
+        )
+        if callable(progress):
+            # the callback counts steps of the whole chunk (all its replicas
+            # at once), so one finished seed is 1/len(seeds) of a chunk step
+            progress(total_steps(config) // len(seeds))
+    return records
+
+
+def _keras_device() -> str:
+    """The device `model.fit` trains on, in words ("cpu" or the GPU's name)."""
+    import keras
+
+    if keras.backend.backend() == "jax":
+        import jax
+
+        device = jax.devices()[0]
+        return "cpu" if device.platform == "cpu" else device.device_kind
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        gpus = tf.config.list_logical_devices("GPU")
+        if gpus:
+            details = tf.config.experimental.get_device_details(
+                tf.config.list_physical_devices("GPU")[0]
+            )
+            return details.get("device_name", "gpu")
+    return "cpu"
+
+
+__all__ = ["Chunk", "chunk_backup", "plan_chunks", "train_chunk"]
