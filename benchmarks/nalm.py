@@ -338,7 +338,7 @@ def main(argv=None) -> int:
     if not results_path.exists():
         print(f"No results at {results_path}", file=sys.stderr)
         return 1
-    from keras_nalu.sweeps.runner import read_results
+    from keras_nalu.sweeps.results import read_results
 
     text = summary_text(judged(read_results(results_path)))
     (out / "summary.md").write_text(text + "\n", encoding="utf-8")

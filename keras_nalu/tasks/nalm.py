@@ -86,7 +86,7 @@ def single_module_task(
     >>> from keras_nalu.tasks.nalm import single_module_task
     >>> task = single_module_task("div", input_size=10, seed=3)
     >>> task.subsets
-    ((3, 4), (4, 5))
+    ((7, 8), (8, 9))
 
     Reference: Mistry, Farrahi & Hare, "A Primer for Neural Arithmetic Logic
     Modules" (2022), the single-module task; "Learning Division with Neural

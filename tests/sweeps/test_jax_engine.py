@@ -412,7 +412,7 @@ def test_norm_clipping_is_each_replicas_own(option, monkeypatch):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
-# The single-module presets of issue 26 (one unit, 10 inputs): each trains as
+# The single-module presets (one unit from 10 inputs): each trains as
 # replicas, each replica as `model.fit` would on its batches.
 _SINGLE_MODULE = {
     "single_nmru": "div",  # global gradient norm clipping
