@@ -27,8 +27,8 @@ papers, each with a Wilson 95 % interval:
 - `simulated`: below `keras_nalu.evaluation.single_module_threshold` (the
   MSE of a solution off by ε = 10⁻⁴), the rule of the benchmark paper.
 
-The results file's own `success` column is judged by the two-layer
-threshold of `run_sweep`, which does not apply here: the summary ignores it.
+The results file's own `success` column is the `simulated` rule
+(`ExperimentConfig.success_threshold` of a single-module preset).
 
 Writes `benchmarks/results/nalm/results.csv` and `summary.md`.
 """
@@ -47,7 +47,6 @@ import pandas as pd
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TF's start-up lines
 
-from keras_nalu.evaluation import single_module_threshold  # noqa: E402
 from keras_nalu.evaluation.statistics import success_rate_interval  # noqa: E402
 from keras_nalu.experiments import ExperimentConfig  # noqa: E402
 from keras_nalu.models import DEFAULT_LEARNING_RATE, get_preset  # noqa: E402
@@ -57,7 +56,6 @@ from keras_nalu.tasks.nalm import (  # noqa: E402
     NALM_INPUT_SIZES,
     NALM_RANGES,
     single_module_geometry,
-    single_module_task,
 )
 
 OUT = Path(__file__).resolve().parent / "results" / "nalm"
@@ -195,22 +193,9 @@ def judged(results: pd.DataFrame) -> pd.DataFrame:
     rows["unit"] = rows["model"].map(presets)
     for column in ("interpolation_range", "extrapolation_range"):
         rows[column] = [str(Range.parse(value)) for value in rows[column]]
-    thresholds = {}
-    simulated = []
-    for operation, size, low, high in zip(
-        rows["operation"],
-        rows["input_size"],
-        rows["interpolation_range"],
-        rows["extrapolation_range"],
-    ):
-        key = (operation, int(size), high)
-        if key not in thresholds:
-            task = single_module_task(
-                operation, int(size), low, high, allow_zero_divisor=True
-            )
-            thresholds[key] = single_module_threshold(task)
-        simulated.append(thresholds[key])
-    rows["threshold_simulated"] = simulated
+    # The recorded threshold is the simulated one: `ExperimentConfig`
+    # judges a single-module preset by `single_module_threshold`.
+    rows["threshold_simulated"] = pd.to_numeric(rows["threshold"], errors="coerce")
     mse = pd.to_numeric(rows["extrapolation_mse"], errors="coerce")
     ok = mse.notna() & ~rows["diverged"].astype(str).str.lower().eq("true")
     rows["success_fixed"] = ok & (mse < FIXED_THRESHOLD)

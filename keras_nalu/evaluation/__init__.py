@@ -12,6 +12,7 @@ from keras_nalu.evaluation.success import (
 )
 from keras_nalu.evaluation.thresholds import (
     EPSILON,
+    is_single_module_task,
     nearly_perfect_kernel,
     simulate_threshold,
     single_module_threshold,
@@ -23,6 +24,7 @@ __all__ = [
     "Evaluation",
     "SuccessCriterion",
     "effective_weights",
+    "is_single_module_task",
     "nearly_perfect_kernel",
     "simulate_threshold",
     "single_module_threshold",

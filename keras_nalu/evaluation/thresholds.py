@@ -141,10 +141,26 @@ def _cached(task, epsilon, samples, seed, use_cache, rule) -> float:
     return threshold
 
 
+def is_single_module_task(task) -> bool:
+    """Whether `task` is t = a ∘ b of two single inputs (+, −, × or ÷), the
+    task `single_module_threshold` judges.
+
+    Example:
+
+    >>> from keras_nalu.tasks import ArithmeticTask
+    >>> from keras_nalu.tasks.nalm import single_module_task
+    >>> is_single_module_task(single_module_task("div", input_size=10))
+    True
+    >>> is_single_module_task(ArithmeticTask("add"))
+    False
+    """
+    lengths = [end - start for start, end in task.subsets]
+    return task.operation in SINGLE_MODULE_OPERATIONS and lengths == [1, 1]
+
+
 def _single_inputs(task) -> tuple[int, int]:
     """The two inputs a single module combines, or a ValueError."""
-    lengths = [end - start for start, end in task.subsets]
-    if task.operation not in SINGLE_MODULE_OPERATIONS or lengths != [1, 1]:
+    if not is_single_module_task(task):
         raise ValueError(
             "single_module_threshold expects a task of two one-input subsets "
             f"(t = a ∘ b) and an operation in {list(SINGLE_MODULE_OPERATIONS)}. "
@@ -233,6 +249,7 @@ _RULES = {
 __all__ = [
     "EPSILON",
     "SINGLE_MODULE_EPSILON",
+    "is_single_module_task",
     "nearly_perfect_kernel",
     "simulate_single_module_threshold",
     "simulate_threshold",

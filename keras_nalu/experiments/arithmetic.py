@@ -17,7 +17,12 @@ from keras_nalu._validation import (
     check_positive_int,
 )
 from keras_nalu.callbacks import ProgressBar, optimizer_step
-from keras_nalu.evaluation import SuccessCriterion, success_threshold
+from keras_nalu.evaluation import (
+    SuccessCriterion,
+    is_single_module_task,
+    single_module_threshold,
+    success_threshold,
+)
 from keras_nalu.models import build_model, get_preset
 from keras_nalu.tasks import ArithmeticTask, Range
 
@@ -174,6 +179,23 @@ class ExperimentConfig:
         safe = get_preset(self.model).divides_near_zero
         return ArithmeticTask(seed=self.seed, allow_zero_divisor=safe, **fields)
 
+    def success_threshold(self, task: ArithmeticTask | None = None) -> float:
+        """The extrapolation MSE a run of this config must get below.
+
+        A single-module preset (one unit, e.g. `single_nmru`) on t = a ∘ b
+        of two single inputs is judged by `single_module_threshold` (Mistry
+        et al.'s simulated ε = 10⁻⁴ rule); every other run by Madsen &
+        Johansen's `success_threshold`, whose W^ε adds two one-input
+        subsets exactly (its threshold for + and − would be 0).
+
+        Args:
+            task: `self.task()`, if the caller has it already.
+        """
+        task = self.task() if task is None else task
+        if get_preset(self.model).single_module and is_single_module_task(task):
+            return single_module_threshold(task)
+        return success_threshold(task)
+
     def to_config(self) -> dict:
         return dataclasses.asdict(self)
 
@@ -294,7 +316,7 @@ def run_experiment(
     """
     name = config.name if name is None else check_run_name(name)
     task = config.task()
-    threshold = success_threshold(task)
+    threshold = config.success_threshold(task)
     keras.utils.set_random_seed(config.seed)
     model, unit_callbacks = build_experiment_model(config)
     judge = SuccessCriterion(

@@ -490,7 +490,9 @@ def test_snmu_replicas_draw_their_own_noise():
 
 
 def test_a_sweep_trains_the_nmru_over_a_range_around_zero(tmp_path):
+    from keras_nalu.evaluation import single_module_threshold
     from keras_nalu.sweeps.runner import run_sweep
+    from keras_nalu.tasks.nalm import single_module_task
 
     grid = {
         "model": ["single_nmru"],
@@ -510,3 +512,13 @@ def test_a_sweep_trains_the_nmru_over_a_range_around_zero(tmp_path):
     assert len(rows) == 4 and set(rows["engine"]) == {"jax"}
     assert set(rows["replicas"]) == {4}  # both ranges, both seeds: one run
     assert np.isfinite(rows["extrapolation_mse"].astype(float)).all()
+    # Judged by the single-module rule, not the two-layer W^ε.
+    for _, row in rows.iterrows():
+        task = single_module_task(
+            "div",
+            10,
+            row["interpolation_range"],
+            row["extrapolation_range"],
+            allow_zero_divisor=True,
+        )
+        assert row["threshold"] == pytest.approx(single_module_threshold(task))

@@ -22,7 +22,6 @@ import numpy as np
 from keras_nalu._files import atomic_write
 from keras_nalu.evaluation import (
     Evaluation,
-    success_threshold,
     summarize_evaluations,
 )
 from keras_nalu.experiments import ExperimentConfig, total_steps
@@ -243,7 +242,7 @@ def read_backup(path: str | os.PathLike) -> list[dict]:
     for config, history, loss_diverged in zip(configs, histories, diverged):
         key = dataclasses.replace(config, seed=0)
         if key not in thresholds:  # the same for every seed of a config
-            thresholds[key] = success_threshold(config.task())
+            thresholds[key] = config.success_threshold()
         evaluations = [Evaluation(*e) for e in history]
         verdict = summarize_evaluations(
             evaluations, thresholds[key], loss_diverged=loss_diverged

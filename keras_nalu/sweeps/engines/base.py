@@ -50,7 +50,6 @@ from keras_nalu.callbacks import RegularizationSchedule, find_scheduled_regulari
 from keras_nalu.evaluation import (
     Evaluation,
     sparsity_error,
-    success_threshold,
     summarize_evaluations,
 )
 from keras_nalu.experiments import (
@@ -299,7 +298,9 @@ class ReplicaRun:
         self.single = single is not None
         self.tasks = [c.task() for c in self.configs]
         self.task = self.tasks[0]
-        self.thresholds = np.array([success_threshold(t) for t in self.tasks])
+        self.thresholds = np.array(
+            [c.success_threshold(t) for c, t in zip(self.configs, self.tasks)]
+        )
         self.threshold = float(self.thresholds[0])
         self.total_steps = total_steps(self.config)
         self._block = execution_size(self.config)
