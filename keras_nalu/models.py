@@ -1,4 +1,5 @@
-"""The papers' model presets as data: which units, λ and schedule (001 Table 4).
+"""The papers' model presets as data: which units, λ and schedule (Madsen &
+Johansen (2020), Table 4).
 
 A preset names its layers (two, or one for the single-module task) and its
 sparsity schedule; `build_model` turns it into a compiled Keras model plus the
@@ -118,7 +119,10 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "nac_mul_sigma",
             ("nac", "nac_mul_sigmoid"),
-            description="NAC+ → NAC•σ, W = σ(Ŵ): multiplication only (001 §4.1.3)",
+            description=(
+                "NAC+ → NAC•σ, W = σ(Ŵ): multiplication only "
+                "(Madsen & Johansen 2020, §4.1.3)"
+            ),
         ),
         # The reference code's NAC•NMU (`--layer-type ReRegualizedLinearPosNAC
         # --nac-mul normal --first-layer ReRegualizedLinearNAC`) has an NAU
@@ -131,7 +135,8 @@ PRESETS: dict[str, Preset] = {
             1_000_000,
             2_000_000,
             "NAU → NAC•NMU, W = clip(Ŵ, 0, 1) with the NMU's sparsity "
-            "(001 §4.1.3, Table 4; first layer as the reference code)",
+            "(Madsen & Johansen 2020, §4.1.3, Table 4; "
+            "first layer as the reference code)",
         ),
         Preset(
             "gated_nau_nmu",
@@ -139,17 +144,24 @@ PRESETS: dict[str, Preset] = {
             10.0,
             1_000_000,
             2_000_000,
-            "NAU → gated NAU/NMU (001 App. C.5, Table 5), the NMU preset's λ(t)",
+            "NAU → gated NAU/NMU (Madsen & Johansen 2020, App. C.5, Table 5), "
+            "the NMU preset's λ(t)",
         ),
         Preset(
             "nalu_separate",
             ("nac", "nalu_separate"),
-            description="NAC+ → NALU with separate weights (001 App. C.5, Table 5)",
+            description=(
+                "NAC+ → NALU with separate weights "
+                "(Madsen & Johansen 2020, App. C.5, Table 5)"
+            ),
         ),
         Preset(
             "nalu_shared",
             ("nac", "nalu"),
-            description="NAC+ → NALU with shared weights (001 App. C.5, Table 5)",
+            description=(
+                "NAC+ → NALU with shared weights "
+                "(Madsen & Johansen 2020, App. C.5, Table 5)"
+            ),
         ),
         Preset(
             "inalu",
