@@ -4,7 +4,8 @@
     python benchmarks/paper.py --full                     # train what is missing
     python benchmarks/paper.py --full --time-limit 540    # stop after ~9 min
     python benchmarks/paper.py --summarize                # only the tables
-    python benchmarks/paper.py --full --only fig3_hidden --models nmu
+    python benchmarks/paper.py --full --only fig3_hidden --models nmu \\
+        --hidden-sizes 4,10 --chunk-size 50          # a part of a part, on a CPU
 
 `--full` trains every part of `PARTS` at the paper's protocol: each preset
 as in Table 4, 100 seeds per row (Fig. 3: 50 per point), 5·10⁶ steps (Table
@@ -212,6 +213,7 @@ def sweep_groups(
     seeds: str | None = None,
     iterations: int | None = None,
     models: Sequence[str] | None = None,
+    hidden_sizes: Sequence[int] | None = None,
 ) -> list[tuple[list[int], list[ExperimentConfig]]]:
     """The sweeps `--full` runs: `(seeds, configs)`, one per seed list.
 
@@ -224,6 +226,9 @@ def sweep_groups(
         part = PARTS[name]
         part_seeds = tuple(parse_seeds(seeds or f"0-{part.seeds - 1}"))
         for config in part.configs(iterations, models):
+            if name == "fig3_hidden" and hidden_sizes is not None:
+                if config.hidden_size not in hidden_sizes:
+                    continue
             key = config_id(config)
             if key not in seen:
                 seen.add(key)
@@ -254,10 +259,11 @@ def plan_text(
             )
             total_runs += len(seeds)
             total_steps_all += len(seeds) * steps
-        planned = plan_sweep(configs, seeds, results_path, chunk_size)
-        chunks += len(planned)
-        todo_steps += sum(chunk.steps for chunk in planned)
-        chunk_steps += sum(total_steps(chunk.config) for chunk in planned)
+        for chunk in plan_sweep(configs, seeds, results_path, chunk_size):
+            done = _backed_up_step(results_path, chunk)
+            chunks += 1
+            todo_steps += chunk.replicas * (total_steps(chunk.config) - done)
+            chunk_steps += total_steps(chunk.config) - done
     configs_count = sum(len(configs) for _, configs in groups)
     from keras_nalu.sweeps.engines import engine_class
 
@@ -282,6 +288,15 @@ def plan_text(
             f"{_duration(chunk_steps / step_rate / parallel)}"
         )
     return "\n".join(lines)
+
+
+def _backed_up_step(results_path: Path, chunk) -> int:
+    """The step a chunk's backup has reached, or 0 without a backup."""
+    from keras_nalu.sweeps.chunks import chunk_backup
+    from keras_nalu.sweeps.replicas import read_backup
+
+    path = chunk_backup(results_path, chunk)
+    return read_backup(path)[0]["step"] if path.is_file() else 0
 
 
 def _fields_text(config: ExperimentConfig) -> str:
@@ -682,6 +697,9 @@ def parser() -> argparse.ArgumentParser:
     )
     options.add_argument("--models", help="only these presets, comma-separated")
     options.add_argument(
+        "--hidden-sizes", help="only these Fig. 3 hidden sizes, e.g. 4,10"
+    )
+    options.add_argument(
         "--seeds", help="every part's seeds (default 0-99, Fig. 3 0-49)"
     )
     options.add_argument(
@@ -719,7 +737,10 @@ def main(argv=None) -> int:
     models = None if args.models is None else args.models.split(",")
     out = Path(args.out)
     results_path = out / "results.csv"
-    groups = sweep_groups(names, args.seeds, args.iterations, models)
+    hidden_sizes = None
+    if args.hidden_sizes is not None:
+        hidden_sizes = [int(size) for size in args.hidden_sizes.split(",")]
+    groups = sweep_groups(names, args.seeds, args.iterations, models, hidden_sizes)
     if args.dry_run:
         print(
             plan_text(

@@ -67,6 +67,17 @@ def test_the_plan_leaves_out_finished_runs(tmp_path):
     assert "still to train: 5.000e+03 seed-steps" in text  # 6 runs, 1 done
 
 
+def test_the_plan_takes_a_part_of_a_part():
+    ((seeds, configs),) = paper.sweep_groups(
+        ["fig3_hidden"], models=["nmu"], hidden_sizes=[4, 10]
+    )
+    assert seeds == list(range(50))
+    assert [(c.model, c.hidden_size, c.iterations) for c in configs] == [
+        ("nmu", 4, 5_000_000),
+        ("nmu", 10, 5_000_000),
+    ]
+
+
 @pytest.mark.parametrize(
     "rate, interval, expected",
     [
@@ -170,9 +181,13 @@ def test_a_time_limit_stops_the_command_and_the_same_command_continues(
         or read_results(stopped / "results.csv").empty
     )
     assert list((stopped / "results.csv.backup").glob("*.npz"))
+    groups = paper.sweep_groups(["table1"], "0-1", 3000, ["nmu"])
+    plan = paper.plan_text(groups, stopped / "results.csv", 1000, rate=1)
+    assert "still to train: 4.000e+03 seed-steps in 1 chunks" in plan  # 2 × 2,000
     command(stopped, "--seeds", "0-2")  # more seeds: the backup is continued
     output = capsys.readouterr().out
     assert "Stopped" not in output and "| mul | nmu | 3·10³ | 3 |" in output
+    assert not list((stopped / "results.csv.backup").glob("*.npz"))  # used up
     command(tmp_path / "straight", "--seeds", "0-1")
     command(tmp_path / "straight", "--seeds", "0-2")
     columns = ["seed", "success", "solved_at", "best_step", "interpolation_mse"]
