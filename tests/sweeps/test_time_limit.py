@@ -144,3 +144,17 @@ def test_chunks_sharing_a_device_stop_at_the_deadline(monkeypatch):
         chunks, [device] * 2, written.extend, lambda steps: None, None, 0.0
     )
     assert sorted(written) == chunks
+
+
+def test_chunks_per_device_lists_each_device_that_many_times(monkeypatch):
+    jax = pytest.importorskip("jax")
+    import keras
+
+    seen = []
+    monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
+    monkeypatch.setattr(runner, "_local_devices", lambda: [])
+    monkeypatch.setattr(
+        runner, "_train_on_devices", lambda chunks, devices, *rest: seen.append(devices)
+    )
+    runner._local_backend(["a", "b"], None, None, chunks_per_device=3)
+    assert seen == [jax.devices()[:1] * 3]
