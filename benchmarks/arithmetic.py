@@ -27,7 +27,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from paper import COMPARISON_COLUMNS, with_paper_columns  # noqa: E402
+from published import COMPARISON_COLUMNS, with_paper_columns  # noqa: E402
 
 from keras_nalu._files import atomic_write  # noqa: E402
 from keras_nalu.experiments import ExperimentConfig, run_experiment  # noqa: E402

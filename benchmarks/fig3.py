@@ -32,6 +32,7 @@ import pandas as pd
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TF's start-up lines
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from published import FIG_3_MODELS, FIG_3_RANGES  # noqa: E402
 from table2 import OUT as TABLE_2_OUT  # noqa: E402
 from table6 import OUT as TABLE_6_OUT  # noqa: E402
 
@@ -42,12 +43,9 @@ from keras_nalu.sweeps.runner import run_sweep  # noqa: E402
 from keras_nalu.sweeps.summary import load_results, summarize  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "fig3"
-MODELS = "nmu,nac_mul_nmu,nac_mul_sigma,nac_mul,nalu"
+MODELS = ",".join(FIG_3_MODELS)
 # Madsen & Johansen (2020), Fig. 3 and Appendix C.4: interpolation > extrapolation
-RANGES = (
-    "U[-2,-1]>U[-6,-2];U[-2,2]>U[-6,-2] ∪ U[2,6];U[0,1]>U[1,5];"
-    "U[0.1,0.2]>U[0.2,2];U[1.1,1.2]>U[1.2,6];U[1,2]>U[2,6];U[10,20]>U[20,40]"
-)
+RANGES = ";".join(f"{a}>{b}" for a, b in FIG_3_RANGES)
 PANELS = {
     # panel: (grid key, default values, separator, results column on the x-axis)
     "hidden_size": ("hidden_size", "2,4,6,8,10", ",", "hidden_size"),

@@ -1,65 +1,807 @@
-"""Madsen & Johansen's (2020) published numbers, to print beside ours (facts, not code).
+"""Madsen & Johansen's (2020) tables and Fig. 3 at the paper's budget: one command.
 
-Madsen & Johansen, "Neural Arithmetic Units", ICLR 2020: Table 2 (100 seeds,
-5·10⁶ iterations, default arithmetic task) and Table 6 where Table 2 has no
-row. Keys are (operation, preset); values are the success rate and the
-median "solved at" step (None where the paper reports none).
+    python benchmarks/paper.py --dry-run                  # the plan, nothing trained
+    python benchmarks/paper.py --full                     # train what is missing
+    python benchmarks/paper.py --full --time-limit 540    # stop after ~9 min
+    python benchmarks/paper.py --summarize                # only the tables
+    python benchmarks/paper.py --full --only fig3_hidden --models nmu \\
+        --hidden-sizes 4,10 --chunk-size 50          # a part of a part, on a CPU
+
+`--full` trains every part of `PARTS` at the paper's protocol: each preset
+as in Table 4, 100 seeds per row (Fig. 3: 50 per point), 5·10⁶ steps (Table
+1: 2·10⁵, as the reference code), evaluation every 1,000 steps, through
+`run_sweep` into one results file (`--out`/results.csv), so a rerun resumes
+it: finished runs are skipped and a chunk in training continues from its
+backup (`--backup-every`). Under `KERAS_BACKEND=jax` the configurations of
+one recipe train together, up to `--chunk-size` replicas a chunk (1,000
+fills a GPU); `--chunks-per-device` trains that many chunks side by side.
+`--time-limit` stops after that many seconds, at the first evaluation past
+it, after a backup: the same command run again continues, so the whole set
+runs in calls of a fixed length.
+
+Every table prints our success rate with its Wilson 95 % interval beside the
+paper's (the Wilson interval of its count), the solved-at median and the
+sparsity error, and a verdict: our rate inside, above or below the paper's
+interval; a row below it at a smaller budget than the paper's says so. The
+Fig. 3 hidden-size panel also reads success three ways: at the best
+validation step (the paper's rule), at any evaluation, at the final step.
+Results rows of the `--reuse` files (the committed ones at smaller budgets)
+join the tables, each budget a row of its own. Rows still to run at the
+paper's budget are listed.
+
+Writes `<out>/summary.md` and `<out>/fig3_hidden_seeds.csv` (each seed's
+first and last solved step).
 """
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import os
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import pandas as pd
 
-TABLE_2 = {
-    ("mul", "nmu"): (0.98, 1.4e6),
-    ("mul", "nac_mul"): (0.31, 2.8e6),
-    ("mul", "nalu"): (0.00, None),
-    ("mul", "nau"): (0.00, None),
-    ("mul", "linear"): (0.00, None),
-    ("mul", "relu"): (0.00, None),
-    ("mul", "relu6"): (0.00, None),
-    ("mul", "nac_mul_sigma"): (1.00, 2.5e6),
-    ("mul", "nac_mul_nmu"): (0.93, 1.8e6),
-    ("mul", "gated_nau_nmu"): (0.00, None),
-    ("add", "nau"): (1.00, 1.8e4),
-    ("add", "nac"): (1.00, 2.5e5),
-    ("add", "linear"): (1.00, 6.1e4),
-    ("add", "relu"): (0.62, 6.2e4),
-    ("add", "relu6"): (0.00, None),
-    ("add", "nmu"): (0.00, None),
-    ("add", "gated_nau_nmu"): (0.00, None),
-    ("add", "nac_mul"): (0.00, None),
-    ("add", "nac_mul_sigma"): (0.00, None),
-    ("add", "nac_mul_nmu"): (0.00, None),
-    ("add", "nalu"): (0.14, 1.5e6),
-    ("sub", "nau"): (1.00, 5.0e3),
-    ("sub", "nac"): (1.00, 9.0e3),
-    ("sub", "nmu"): (0.56, 1.0e6),
-    ("sub", "nalu"): (0.14, 1.9e6),
-    ("sub", "linear"): (0.07, 3.3e6),
-    ("sub", "relu"): (0.00, None),
-    ("sub", "relu6"): (0.00, None),
-    ("sub", "gated_nau_nmu"): (0.00, None),
-    ("sub", "nac_mul"): (0.00, None),
-    ("sub", "nac_mul_sigma"): (0.00, None),
-    ("sub", "nac_mul_nmu"): (0.00, None),
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TF's start-up lines
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from published import (  # noqa: E402
+    ARITHMETIC_BUDGET,
+    FIG_3_HIDDEN_SIZE,
+    FIG_3_HIDDEN_SIZES,
+    FIG_3_MODELS,
+    FIG_3_RANGES,
+    FIG_3_SEEDS,
+    HIDDEN_SIZE_ABLATION,
+    NOTES,
+    SIMPLE_BUDGET,
+    TABLE_1,
+    TABLE_2,
+    TABLE_2_ROWS,
+    TABLE_5,
+    TABLE_6,
+    TABLE_6_MODELS,
+    TABLE_6_OPERATIONS,
+    published_row,
+)
+
+from keras_nalu.evaluation.statistics import success_rate_interval  # noqa: E402
+from keras_nalu.experiments import ExperimentConfig, total_steps  # noqa: E402
+from keras_nalu.sweeps.grid import parse_seeds  # noqa: E402
+from keras_nalu.sweeps.results import config_id  # noqa: E402
+from keras_nalu.sweeps.summary import load_results, summarize  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+OUT = RESULTS / "paper"
+REUSE = tuple(
+    RESULTS / name / "results.csv"
+    for name in ("table2", "table6", "fig3", "linear-sub")
+)
+"""The committed results files whose rows join the tables."""
+
+BIASED_BASELINES = ("linear_bias", "relu_bias", "relu6_bias")
+"""The reference code's baselines (with biases), run beside this package's."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Part:
+    """One table or panel of the paper: its configurations and how to read them.
+
+    `rows` are `(model, operation, fields)` triples; `fields` are the other
+    `ExperimentConfig` fields of the row, e.g. `{"hidden_size": 4}`.
+    """
+
+    name: str
+    title: str
+    rows: tuple[tuple[str, str, tuple[tuple[str, object], ...]], ...]
+    seeds: int
+    budget: int
+    by: tuple[str, ...] = ("operation", "model")
+    published: Mapping | None = None
+
+    def configs(
+        self, iterations: int | None = None, models: Sequence[str] | None = None
+    ) -> list[ExperimentConfig]:
+        """The part's configurations at `iterations` (default: the paper's)."""
+        return [
+            ExperimentConfig(
+                model=model,
+                operation=operation,
+                iterations=iterations or self.budget,
+                **dict(fields),
+            )
+            for model, operation, fields in self.rows
+            if models is None or model in models
+        ]
+
+    def paper(self, row: Mapping):
+        """The published number of a summary row, or None."""
+        if self.published is None:
+            return None
+        if self.name == "fig3_hidden":
+            return self.published.get((row["model"], int(row["hidden_size"])))
+        return published_row(self.published, row["operation"], row["model"])
+
+
+_SIMPLE = (("task_name", "simple"), ("input_size", 4))
+
+PARTS = {
+    part.name: part
+    for part in (
+        Part(
+            "table1",
+            "Table 1: t = (x₁ + x₂)·(x₁ + x₂ + x₃ + x₄)",
+            tuple((m, "mul", _SIMPLE) for m in ("nac_mul", "nalu", "nmu")),
+            seeds=100,
+            budget=SIMPLE_BUDGET,
+            published=TABLE_1,
+        ),
+        Part(
+            "table2",
+            "Table 2: the arithmetic task",
+            tuple((m, op, ()) for op, m in TABLE_2_ROWS),
+            seeds=100,
+            budget=ARITHMETIC_BUDGET,
+            published=TABLE_2,
+        ),
+        Part(
+            "table5",
+            "Table 5: gated units",
+            tuple(
+                (m, op, ())
+                for op in ("mul", "add")
+                for m in ("gated_nau_nmu", "nalu_separate", "nalu_shared")
+            ),
+            seeds=100,
+            budget=ARITHMETIC_BUDGET,
+            published=TABLE_5,
+        ),
+        Part(
+            "table6",
+            "Table 6: every model and operation",
+            tuple(
+                (m, op, ())
+                for op in TABLE_6_OPERATIONS
+                for m in (*TABLE_6_MODELS, *BIASED_BASELINES)
+            ),
+            seeds=100,
+            budget=ARITHMETIC_BUDGET,
+            published=TABLE_6,
+        ),
+        Part(
+            "fig3_hidden",
+            "Fig. 3: hidden size, ×",
+            tuple(
+                (m, "mul", (("hidden_size", h),))
+                for m in FIG_3_MODELS
+                for h in FIG_3_HIDDEN_SIZES
+            ),
+            seeds=FIG_3_SEEDS,
+            budget=ARITHMETIC_BUDGET,
+            by=("model", "hidden_size"),
+            published=FIG_3_HIDDEN_SIZE,
+        ),
+        Part(
+            "fig3_range",
+            "Fig. 3: input range, ×",
+            tuple(
+                (
+                    m,
+                    "mul",
+                    (("interpolation_range", a), ("extrapolation_range", b)),
+                )
+                for m in FIG_3_MODELS
+                for a, b in FIG_3_RANGES
+            ),
+            seeds=FIG_3_SEEDS,
+            budget=ARITHMETIC_BUDGET,
+            by=("model", "interpolation_range", "extrapolation_range"),
+        ),
+    )
 }
 
-COMPARISON_COLUMNS = (
-    "n",
-    "success_rate",
-    "success_lower",
-    "success_upper",
-    "paper_success_rate",
-    "solved_at_median",
-    "paper_solved_at_median",
-    "sparsity_error_mean",
-)
-"""Summary columns printed beside the paper's, after the grouping columns."""
+
+# --- the plan -------------------------------------------------------------------
 
 
-def with_paper_columns(summary: pd.DataFrame) -> pd.DataFrame:
-    """Adds `paper_success_rate` and `paper_solved_at_median` by (op, model)."""
-    summary = summary.copy()
-    keys = list(zip(summary["operation"], summary["model"]))
-    summary["paper_success_rate"] = [TABLE_2.get(k, (None, None))[0] for k in keys]
-    summary["paper_solved_at_median"] = [TABLE_2.get(k, (None, None))[1] for k in keys]
-    return summary
+def sweep_groups(
+    names: Sequence[str],
+    seeds: str | None = None,
+    iterations: int | None = None,
+    models: Sequence[str] | None = None,
+    hidden_sizes: Sequence[int] | None = None,
+) -> list[tuple[list[int], list[ExperimentConfig]]]:
+    """The sweeps `--full` runs: `(seeds, configs)`, one per seed list.
+
+    Configurations shared by several parts appear once, in the group of
+    their first part; Fig. 3's points are a subset of the tables' seeds.
+    """
+    groups: dict[tuple[int, ...], list[ExperimentConfig]] = {}
+    seen = set()
+    for name in names:
+        part = PARTS[name]
+        part_seeds = tuple(parse_seeds(seeds or f"0-{part.seeds - 1}"))
+        for config in part.configs(iterations, models):
+            if name == "fig3_hidden" and hidden_sizes is not None:
+                if config.hidden_size not in hidden_sizes:
+                    continue
+            key = config_id(config)
+            if key not in seen:
+                seen.add(key)
+                groups.setdefault(part_seeds, []).append(config)
+    return [(list(s), configs) for s, configs in groups.items() if configs]
+
+
+def plan_text(
+    groups,
+    results_path: Path,
+    chunk_size: int,
+    rate: float,
+    step_rate: float | None = None,
+    chunks_per_device: int = 1,
+) -> str:
+    """The dry run: every configuration, its seeds and seed-steps, the totals."""
+    from keras_nalu.sweeps.runner import plan_sweep
+
+    lines = []
+    total_runs = total_steps_all = todo_steps = chunk_steps = chunks = 0
+    for seeds, configs in groups:
+        for config in configs:
+            steps = total_steps(config)
+            lines.append(
+                f"{config.model:>14} {config.operation:>7} "
+                f"{_fields_text(config):<40} seeds {_seeds_text(seeds):>6} "
+                f"steps {steps:.1e} seed-steps {len(seeds) * steps:.2e}"
+            )
+            total_runs += len(seeds)
+            total_steps_all += len(seeds) * steps
+        for chunk in plan_sweep(configs, seeds, results_path, chunk_size):
+            done = _backed_up_step(results_path, chunk)
+            chunks += 1
+            todo_steps += chunk.replicas * (total_steps(chunk.config) - done)
+            chunk_steps += total_steps(chunk.config) - done
+    configs_count = sum(len(configs) for _, configs in groups)
+    from keras_nalu.sweeps.engines import engine_class
+
+    packing = (
+        "configurations of one recipe train together"
+        if engine_class().supports_batched
+        else "one configuration per chunk"
+    )
+    lines += [
+        "",
+        f"engine: {engine_class().engine} ({packing})",
+        f"configurations: {configs_count}, runs (config × seed): {total_runs}, "
+        f"seed-steps: {total_steps_all:.3e}",
+        f"still to train: {todo_steps:.3e} seed-steps in {chunks} chunks "
+        f"(chunk size {chunk_size}; {results_path})",
+        f"at {rate:.3g} seed-steps/s: {_duration(todo_steps / rate)}",
+    ]
+    if step_rate:
+        parallel = max(chunks_per_device, 1)
+        lines.append(
+            f"at {step_rate:.3g} steps/s per chunk, {parallel} chunk(s) at a time: "
+            f"{_duration(chunk_steps / step_rate / parallel)}"
+        )
+    return "\n".join(lines)
+
+
+def _backed_up_step(results_path: Path, chunk) -> int:
+    """The step a chunk's backup has reached, or 0 without a backup."""
+    from keras_nalu.sweeps.chunks import chunk_backup
+    from keras_nalu.sweeps.replicas import read_backup
+
+    path = chunk_backup(results_path, chunk)
+    return read_backup(path)[0]["step"] if path.is_file() else 0
+
+
+def _fields_text(config: ExperimentConfig) -> str:
+    defaults = ExperimentConfig()
+    shown = [
+        f"{name}={getattr(config, name)}"
+        for name in (
+            "task_name",
+            "hidden_size",
+            "interpolation_range",
+            "extrapolation_range",
+        )
+        if getattr(config, name) != getattr(defaults, name)
+    ]
+    return " ".join(shown) or "default task"
+
+
+def _seeds_text(seeds: Sequence[int]) -> str:
+    if list(seeds) == list(range(seeds[0], seeds[0] + len(seeds))):
+        return f"{seeds[0]}-{seeds[-1]}"
+    return str(len(seeds))
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+# --- verdicts -----------------------------------------------------------------------
+
+
+def verdict(rate: float, interval: tuple[float, float] | None) -> str:
+    """Our success rate against the paper's interval: inside, above or below.
+
+    Example:
+
+    >>> verdict(0.95, (0.93, 0.994)), verdict(0.5, (0.93, 0.994))
+    ('inside', 'below')
+    """
+    if interval is None or rate is None or math.isnan(rate):
+        return "no paper number"
+    lower, upper = interval
+    if rate < lower - 1e-12:
+        return "below"
+    if rate > upper + 1e-12:
+        return "above"
+    return "inside"
+
+
+def reason(row_verdict: str, budget: int, paper_budget: int) -> str:
+    """The one-line reason of a "below": the smaller budget, or blank.
+
+    Example:
+
+    >>> reason("below", 50_000, 5_000_000)
+    'budget: 5·10⁴ steps < 5·10⁶'
+    >>> reason("below", 5_000_000, 5_000_000)
+    ''
+    """
+    if row_verdict == "below" and budget < paper_budget:
+        return f"budget: {_power(budget)} steps < {_power(paper_budget)}"
+    return ""
+
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def _power(value: float) -> str:
+    """`5·10⁶` for 5e6; `2.5·10⁵` for 2.5e5."""
+    mantissa, exponent = f"{value:.1e}".split("e")
+    mantissa = mantissa.removesuffix(".0")
+    return f"{mantissa}·10{str(int(exponent)).translate(_SUPERSCRIPT)}"
+
+
+# --- tables -------------------------------------------------------------------------
+
+
+def load_tables(paths: Sequence[Path]) -> pd.DataFrame:
+    """Every row of the results files that exist, one per (config, seed)."""
+    tables = [load_results(path) for path in paths if Path(path).is_file()]
+    if not tables:
+        return pd.DataFrame(columns=["config_id", "seed"])
+    table = pd.concat(tables, ignore_index=True)
+    table = table[table["config_id"].notna()]
+    return table.drop_duplicates(["config_id", "seed"]).reset_index(drop=True)
+
+
+def part_rows(results: pd.DataFrame, part: Part) -> pd.DataFrame:
+    """The results rows of `part`'s configurations, at every budget present."""
+    if results.empty:
+        return results
+    order = {}
+    for budget in sorted(results["max_iterations"].dropna().unique()):
+        for index, config in enumerate(part.configs(int(budget))):
+            order[config_id(config)] = (index, int(budget))
+    rows = results[results["config_id"].isin(order)].copy()
+    keys = rows["config_id"].map(order)
+    rows["_row"] = [key[0] for key in keys]
+    return rows.sort_values(["_row", "max_iterations", "seed"], kind="stable")
+
+
+def comparison(results: pd.DataFrame, part: Part) -> pd.DataFrame:
+    """Our rows of `part` beside the paper's, with the verdict and its reason."""
+    rows = part_rows(results, part)
+    if rows.empty:
+        return pd.DataFrame()
+    by = [*part.by, "max_iterations"]
+    table = summarize(rows, by=by)
+    papers = [part.paper(row) for row in table.to_dict("records")]
+    table["paper_rate"] = [None if p is None else p.rate for p in papers]
+    table["paper_lower"] = [None if p is None else p.interval[0] for p in papers]
+    table["paper_upper"] = [None if p is None else p.interval[1] for p in papers]
+    table["paper_solved_at"] = [
+        None if p is None else _paper_solved_at(p) for p in papers
+    ]
+    table["paper_sparsity_error"] = [
+        getattr(p, "sparsity_error_mean", None) for p in papers
+    ]
+    table["verdict"] = [
+        verdict(rate, None if p is None else p.interval)
+        for rate, p in zip(table["success_rate"], papers)
+    ]
+    table["reason"] = [
+        reason(v, int(b), part.budget)
+        for v, b in zip(table["verdict"], table["max_iterations"])
+    ]
+    table["note"] = [
+        NOTES.get(("table6" if part.name == "table2" else part.name, model), "")
+        for model in table["model"]
+    ]
+    where = rows.groupby(by, sort=False, dropna=False)
+    table["device"] = list(where.apply(_devices, include_groups=False))
+    table["wall_time"] = list(where.apply(_wall_time, include_groups=False))
+    return table
+
+
+def _devices(rows: pd.DataFrame) -> str:
+    """The engines and devices a row's runs trained on, e.g. "jax/cpu"."""
+    engine = rows.get("engine", pd.Series("tensorflow", index=rows.index))
+    device = rows.get("device", pd.Series("", index=rows.index))
+    device = device.fillna("").replace("", "unrecorded device")
+    pairs = engine.fillna("tensorflow") + "/" + device
+    return ", ".join(sorted(set(pairs)))
+
+
+def _wall_time(rows: pd.DataFrame) -> float:
+    """Seconds of the chunks that trained a row, each chunk counted once."""
+    chunks = rows.drop_duplicates(["wall_time", "replicas"])
+    return float(pd.to_numeric(chunks["wall_time"], errors="coerce").sum())
+
+
+def _paper_solved_at(paper) -> float | None:
+    """The paper's solved-at median (tables) or mean (Fig. 3 counts)."""
+    median = getattr(paper, "solved_at_median", None)
+    return median if median is not None else getattr(paper, "solved_at_mean", None)
+
+
+def still_to_run(results: pd.DataFrame, part: Part, models=None) -> list[str]:
+    """The part's rows without every seed at the paper's budget, grouped.
+
+    Example (no results at all):
+
+    >>> still_to_run(pd.DataFrame(), PARTS["table1"])
+    ['mul: nac_mul, nalu, nmu']
+    """
+    seeds = set(range(part.seeds))
+    done = set()
+    if not results.empty:
+        complete = results.groupby("config_id")["seed"].agg(lambda s: seeds <= set(s))
+        done = set(complete[complete].index)
+    grouped: dict[str, list[str]] = {}
+    for config in part.configs(None, models):
+        if config_id(config) in done:
+            continue
+        if part.name == "fig3_hidden":
+            key, value = f"{config.model}, hidden size", str(config.hidden_size)
+        elif part.name == "fig3_range":
+            key, value = config.model, config.interpolation_range
+        else:
+            key, value = config.operation, config.model
+        grouped.setdefault(key, []).append(value)
+    return [f"{key}: {', '.join(values)}" for key, values in grouped.items()]
+
+
+def hidden_size_readings(results: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 3's hidden-size points read three ways, with first and last success.
+
+    Per (model, hidden size, budget): success at the best-validation step
+    (`success`, the paper's rule), at any evaluation (`solved_at` set) and
+    at the final step (`final_success`; NaN where a row did not record it),
+    the medians of the first and the last solved step over the seeds that
+    solved at some evaluation, and how many of those lost it by the end.
+    """
+    rows = part_rows(results, PARTS["fig3_hidden"])
+    if rows.empty:
+        return pd.DataFrame()
+    readings = []
+    for (model, hidden, budget), group in rows.groupby(
+        ["model", "hidden_size", "max_iterations"], sort=False
+    ):
+        found = group["solved_at"].notna()
+        final = group["final_success"] if "final_success" in group else None
+        final_known = final is not None and final.notna().all()
+        final_count = int(final.astype(bool).sum()) if final_known else math.nan
+        lost = int((found & ~final.astype(bool)).sum()) if final_known else math.nan
+        last = group.get("last_solved_at", pd.Series(math.nan, index=group.index))
+        paper = FIG_3_HIDDEN_SIZE.get((model, int(hidden)))
+        ablation = HIDDEN_SIZE_ABLATION.get((model, int(hidden)))
+        readings.append(
+            {
+                "model": model,
+                "hidden_size": int(hidden),
+                "max_iterations": int(budget),
+                "n": len(group),
+                "best_step": int(group["success"].astype(bool).sum()),
+                "any_evaluation": int(found.sum()),
+                "final_step": final_count,
+                "found_and_lost": lost,
+                "first_solved_median": group.loc[found, "solved_at"].median(),
+                "last_solved_median": pd.to_numeric(last[found]).median(),
+                "paper": None if paper is None else f"{paper.successes}/{paper.seeds}",
+                "ablation": None
+                if ablation is None
+                else f"{ablation.successes}/{ablation.seeds}",
+            }
+        )
+    return pd.DataFrame(readings)
+
+
+def hidden_size_seeds(results: pd.DataFrame) -> pd.DataFrame:
+    """Each Fig. 3 hidden-size seed: verdict, first and last solved step."""
+    rows = part_rows(results, PARTS["fig3_hidden"])
+    columns = [
+        "model",
+        "hidden_size",
+        "max_iterations",
+        "seed",
+        "success",
+        "best_step",
+        "solved_at",
+        "last_solved_at",
+        "final_success",
+    ]
+    return rows.reindex(columns=columns).reset_index(drop=True)
+
+
+# --- text -----------------------------------------------------------------------------
+
+
+def _percent(value) -> str:
+    return "—" if value is None or pd.isna(value) else f"{100 * value:.0f}%"
+
+
+def _text(value) -> str:
+    return "—" if value is None or pd.isna(value) else str(value)
+
+
+def _number(value) -> str:
+    return "—" if value is None or pd.isna(value) else f"{value:.2g}"
+
+
+def _count_cell(count, n) -> str:
+    if pd.isna(count):
+        return "—"
+    rate, lower, upper = success_rate_interval(int(count), int(n))
+    return f"{int(count)}/{n} {_percent(rate)} [{_percent(lower)}, {_percent(upper)}]"
+
+
+def comparison_markdown(table: pd.DataFrame, part: Part) -> str:
+    """One part's comparison as a Markdown table."""
+    keys = [key for key in part.by if key != "extrapolation_range"]
+    mean = part.name == "fig3_hidden"  # Fig. 3's counts come with mean steps
+    solved_at = "solved_at_mean" if mean else "solved_at_median"
+    header = [
+        *keys,
+        "steps",
+        "seeds",
+        "ours [Wilson 95 %]",
+        "paper [95 %]",
+        "verdict",
+        "reason",
+        "solved at, mean (ours / paper)" if mean else "solved at (ours / paper)",
+        "sparsity error (ours / paper)",
+        "device, wall time",
+        "note",
+    ]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in table.to_dict("records"):
+        key_cells = [str(row[key]) for key in keys]
+        if "interpolation_range" in keys:
+            index = keys.index("interpolation_range")
+            key_cells[index] = f"{row['interpolation_range']} → "
+            key_cells[index] += str(row["extrapolation_range"])
+        ours = (
+            f"{_percent(row['success_rate'])} [{_percent(row['success_lower'])}, "
+            f"{_percent(row['success_upper'])}]"
+        )
+        paper = "—"
+        if row["paper_rate"] is not None and not pd.isna(row["paper_rate"]):
+            paper = (
+                f"{_percent(row['paper_rate'])} [{_percent(row['paper_lower'])}, "
+                f"{_percent(row['paper_upper'])}]"
+            )
+        cells = [
+            *key_cells,
+            _power(row["max_iterations"]),
+            str(row["n"]),
+            ours,
+            paper,
+            row["verdict"],
+            row["reason"],
+            f"{_number(row[solved_at])} / {_number(row['paper_solved_at'])}",
+            f"{_number(row['sparsity_error_mean'])} / "
+            f"{_number(row['paper_sparsity_error'])}",
+            f"{row['device']}, {row['wall_time']:.0f} s",
+            row["note"],
+        ]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def readings_markdown(readings: pd.DataFrame) -> str:
+    """The three-way Fig. 3 hidden-size table as Markdown."""
+    header = [
+        "model",
+        "hidden size",
+        "steps",
+        "best-validation step (paper's rule)",
+        "any evaluation",
+        "final step",
+        "found, then lost",
+        "first solved (median)",
+        "last solved (median)",
+        "paper (Fig. 3)",
+        "paper (ablation)",
+    ]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in readings.to_dict("records"):
+        n = row["n"]
+        cells = [
+            row["model"],
+            str(row["hidden_size"]),
+            _power(row["max_iterations"]),
+            _count_cell(row["best_step"], n),
+            _count_cell(row["any_evaluation"], n),
+            _count_cell(row["final_step"], n),
+            "—" if pd.isna(row["found_and_lost"]) else str(int(row["found_and_lost"])),
+            _number(row["first_solved_median"]),
+            _number(row["last_solved_median"]),
+            _text(row["paper"]),
+            _text(row["ablation"]),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def summary_text(results: pd.DataFrame, names: Sequence[str], models=None) -> str:
+    """Every selected part's table, the Fig. 3 readings and what is left."""
+    sections = []
+    for name in names:
+        part = PARTS[name]
+        table = comparison(results, part)
+        if models is not None and not table.empty:
+            table = table[table["model"].isin(models)]
+        sections.append(f"## {part.title}\n")
+        if table.empty:
+            sections.append("No results yet.\n")
+        else:
+            sections.append(comparison_markdown(table, part))
+        if name == "fig3_hidden":
+            readings = hidden_size_readings(results)
+            if models is not None and not readings.empty:
+                readings = readings[readings["model"].isin(models)]
+            if not readings.empty:
+                sections.append("\nSuccess three ways:\n")
+                sections.append(readings_markdown(readings))
+        missing = still_to_run(results, part, models)
+        budget = f"{part.seeds} seeds at {_power(part.budget)} steps"
+        if missing:
+            sections.append(f"\nStill to run ({budget}): " + "; ".join(missing) + "\n")
+        else:
+            sections.append(f"\nEvery row has {budget}.\n")
+    return "\n".join(sections)
+
+
+# --- the command ---------------------------------------------------------------------
+
+
+def parser() -> argparse.ArgumentParser:
+    options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    action = options.add_mutually_exclusive_group(required=True)
+    action.add_argument("--full", action="store_true", help="train, then summarize")
+    action.add_argument("--dry-run", action="store_true", help="print the plan")
+    action.add_argument("--summarize", action="store_true", help="only the tables")
+    options.add_argument(
+        "--only", default=",".join(PARTS), help=f"parts, comma-separated: {list(PARTS)}"
+    )
+    options.add_argument("--models", help="only these presets, comma-separated")
+    options.add_argument(
+        "--hidden-sizes", help="only these Fig. 3 hidden sizes, e.g. 4,10"
+    )
+    options.add_argument(
+        "--seeds", help="every part's seeds (default 0-99, Fig. 3 0-49)"
+    )
+    options.add_argument(
+        "--iterations",
+        type=int,
+        help="every part's steps (default: the paper's, 5·10⁶; Table 1 2·10⁵)",
+    )
+    options.add_argument("--chunk-size", type=int, default=1000)
+    options.add_argument("--chunks-per-device", type=int, default=1)
+    options.add_argument(
+        "--time-limit", type=float, help="seconds; stop after a backup, rerun continues"
+    )
+    options.add_argument("--backup-every", type=float, default=600.0, help="seconds")
+    options.add_argument("--out", default=str(OUT), help="folder of results.csv")
+    options.add_argument(
+        "--reuse",
+        default=",".join(str(path) for path in REUSE),
+        help="other results files whose rows join the tables, comma-separated",
+    )
+    options.add_argument(
+        "--rate", type=float, default=4e4, help="seed-steps/s for --dry-run's estimate"
+    )
+    options.add_argument(
+        "--step-rate", type=float, help="steps/s of one chunk, for --dry-run"
+    )
+    return options
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    names = [name.strip() for name in args.only.split(",") if name.strip()]
+    unknown = [name for name in names if name not in PARTS]
+    if unknown:
+        raise SystemExit(f"paper.py: unknown parts {unknown}; expected {list(PARTS)}")
+    models = None if args.models is None else args.models.split(",")
+    out = Path(args.out)
+    results_path = out / "results.csv"
+    hidden_sizes = None
+    if args.hidden_sizes is not None:
+        hidden_sizes = [int(size) for size in args.hidden_sizes.split(",")]
+    groups = sweep_groups(names, args.seeds, args.iterations, models, hidden_sizes)
+    if args.dry_run:
+        print(
+            plan_text(
+                groups,
+                results_path,
+                args.chunk_size,
+                args.rate,
+                args.step_rate,
+                args.chunks_per_device,
+            )
+        )
+        return 0
+    complete = True
+    if args.full:
+        complete = train(groups, results_path, args)
+    reuse = [Path(path) for path in args.reuse.split(",") if path]
+    results = load_tables([results_path, *reuse])
+    text = summary_text(results, names, models)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "summary.md").write_text(text, encoding="utf-8")
+    if "fig3_hidden" in names:
+        hidden_size_seeds(results).to_csv(out / "fig3_hidden_seeds.csv", index=False)
+    print(text)
+    if not complete:
+        print("Stopped at the time limit: run the same command again to continue.")
+    return 0
+
+
+def train(groups, results_path: Path, args) -> bool:
+    """Runs each seed group's sweep; False if the time limit stopped it."""
+    from keras_nalu.sweeps.runner import run_sweep
+
+    deadline = None
+    if args.time_limit is not None:
+        deadline = time.monotonic() + args.time_limit
+    results_path.parent.mkdir(parents=True, exist_ok=True)
+    for index, (seeds, configs) in enumerate(groups):
+        time_limit = None
+        if deadline is not None:
+            time_limit = max(deadline - time.monotonic(), 0.0)
+            if index and not time_limit:
+                return False
+        started = time.perf_counter()
+        outcome = run_sweep(
+            configs,
+            seeds,
+            results_path,
+            chunk_size=args.chunk_size,
+            backup_every=args.backup_every,
+            time_limit=time_limit,
+            chunks_per_device=args.chunks_per_device,
+        )
+        print(
+            f"{len(configs)} configurations × {len(seeds)} seeds: "
+            f"{outcome.new_rows} new rows, {outcome.skipped} already there, "
+            f"{time.perf_counter() - started:.0f} s"
+        )
+        if not outcome.complete:
+            return False
+    return True
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

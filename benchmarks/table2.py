@@ -28,7 +28,7 @@ import pandas as pd
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TF's start-up lines
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from paper import COMPARISON_COLUMNS, with_paper_columns  # noqa: E402
+from published import COMPARISON_COLUMNS, with_paper_columns  # noqa: E402
 
 from keras_nalu.sweeps.runner import run_sweep  # noqa: E402
 from keras_nalu.sweeps.summary import load_results, summarize  # noqa: E402

@@ -498,7 +498,7 @@ def _mnist_line(record: dict) -> dict:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from keras_nalu.experiments import ExperimentConfig
+    from keras_nalu.experiments import STATIC_TASKS, ExperimentConfig
     from keras_nalu.models import PRESETS
     from keras_nalu.tasks import OPERATIONS
 
@@ -520,7 +520,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config_flags(
         train,
         ExperimentConfig,
-        choices={"model": sorted(PRESETS), "operation": list(OPERATIONS)},
+        choices={
+            "model": sorted(PRESETS),
+            "operation": list(OPERATIONS),
+            "task_name": list(STATIC_TASKS),
+        },
     )
     train.add_argument(
         "--name",

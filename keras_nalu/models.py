@@ -116,6 +116,25 @@ PRESETS: dict[str, Preset] = {
         Preset("linear", ("linear", "linear"), description="Linear → Linear"),
         Preset("relu", ("relu", "relu"), description="ReLU → ReLU"),
         Preset("relu6", ("relu6", "relu6"), description="ReLU6 → ReLU6"),
+        # The reference code's baselines: every Dense layer has a bias
+        # (initialized to 0), the ReLUs' kernels are He-uniform.
+        Preset(
+            "linear_bias",
+            ("linear_bias", "linear_bias"),
+            description="Linear → Linear with biases (the reference code's Linear)",
+        ),
+        Preset(
+            "relu_bias",
+            ("relu_bias", "relu_bias"),
+            description="ReLU → ReLU with biases and He-uniform kernels (the "
+            "reference code's ReLU)",
+        ),
+        Preset(
+            "relu6_bias",
+            ("relu6_bias", "relu6_bias"),
+            description="ReLU6 → ReLU6 with biases and He-uniform kernels (the "
+            "reference code's ReLU6)",
+        ),
         Preset(
             "nac_mul_sigma",
             ("nac", "nac_mul_sigmoid"),
@@ -426,7 +445,15 @@ _LAYER_KINDS = {
     "mcfc": lambda n, p, name: _mcfc(units.MCFC, n, p, name),
     "mcfc_mul": lambda n, p, name: _mcfc(units.MCFCMul, n, p, name),
 }
-_DENSE_KINDS = {"linear": None, "relu": "relu", "relu6": "relu6"}
+#: kind -> (activation, use_bias, kernel initializer) of a Dense baseline.
+_DENSE_KINDS = {
+    "linear": (None, False, "glorot_uniform"),
+    "relu": ("relu", False, "glorot_uniform"),
+    "relu6": ("relu6", False, "glorot_uniform"),
+    "linear_bias": (None, True, "glorot_uniform"),
+    "relu_bias": ("relu", True, "he_uniform"),
+    "relu6_bias": ("relu6", True, "he_uniform"),
+}
 LAYER_KINDS = (*_LAYER_KINDS, *_DENSE_KINDS)
 
 
@@ -437,8 +464,10 @@ def make_layer(kind: str, units_out: int, preset: Preset, name: str):
     Kinds: "nau", "nmu", "snmu" (noise U[1, 5]), "nmru", "nac", "nac_mul",
     "nac_mul_sigmoid" (NAC•σ), "nac_mul_nmu" (NAC•NMU), "nalu",
     "nalu_separate", "gated_nau_nmu", "inalu", "npu", "real_npu",
-    "real_npu_modified", "mcfc", "mcfc_mul" and the bias-free Dense
-    baselines "linear", "relu", "relu6".
+    "real_npu_modified", "mcfc", "mcfc_mul", the bias-free Dense baselines
+    "linear", "relu", "relu6", and "linear_bias", "relu_bias", "relu6_bias":
+    Dense layers with a zero-initialized bias, the ReLUs with He-uniform
+    kernels, as the reference code builds its baselines.
     """
     if kind in _LAYER_KINDS:
         return _LAYER_KINDS[kind](units_out, preset, name)
@@ -447,8 +476,13 @@ def make_layer(kind: str, units_out: int, preset: Preset, name: str):
             f"Unknown layer kind. Expected one of {sorted(LAYER_KINDS)}. "
             f"Received: kind={kind!r}"
         )
+    activation, use_bias, initializer = _DENSE_KINDS[kind]
     return keras.layers.Dense(
-        units_out, activation=_DENSE_KINDS[kind], use_bias=False, name=name
+        units_out,
+        activation=activation,
+        use_bias=use_bias,
+        kernel_initializer=initializer,
+        name=name,
     )
 
 

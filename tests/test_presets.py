@@ -57,7 +57,7 @@ def test_every_preset_builds_and_takes_a_training_step(name, task_batch):
     assert np.isfinite(history.history["loss"][0])
     after = [w.numpy() for w in model.trainable_weights]
     assert all(np.all(np.isfinite(a)) for a in after)
-    if name not in ("relu", "relu6"):  # ReLUs may all be dead on positive inputs
+    if "relu" not in name:  # ReLUs may all be dead on positive inputs
         assert any(not np.allclose(b, a) for b, a in zip(before, after))
     assert int(model.optimizer.iterations.numpy()) == 1
     if name == "inalu":  # its callbacks and metric ran
@@ -127,6 +127,24 @@ def test_inalu_preset_carries_clipping_metrics_and_callbacks():
     assert (reinit.every, reinit.loss_threshold) == (10, 1.0)
     other, _ = build_model("nau", input_size=10)
     assert other.optimizer.clipvalue is None
+
+
+@pytest.mark.parametrize(
+    "name, activation, initializer",
+    [
+        ("linear_bias", "linear", "GlorotUniform"),
+        ("relu_bias", "relu", "HeUniform"),
+        ("relu6_bias", "relu6", "HeUniform"),
+    ],
+)
+def test_the_reference_codes_baselines_have_biases(name, activation, initializer):
+    model, _ = build_model(name, input_size=100)
+    for layer in model.layers:
+        assert layer.use_bias and layer.activation.__name__ == activation
+        assert type(layer.kernel_initializer).__name__ == initializer
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(layer.bias), 0.0)
+    plain, _ = build_model(name.removesuffix("_bias"), input_size=100)
+    assert not any(layer.use_bias for layer in plain.layers)
 
 
 def test_epsilon_reaches_the_optimizer_beside_the_preset_options():
@@ -333,6 +351,9 @@ RECIPES = {
     "linear": ("225d0d2cc06e", 0),
     "relu": ("8b22c2c9a220", 0),
     "relu6": ("dd66ff24e931", 0),
+    "linear_bias": ("5bd97b1600ea", 0),
+    "relu_bias": ("18faaed7b45b", 0),
+    "relu6_bias": ("eae78d66ecef", 0),
     "nac_mul_sigma": ("6c0b29a7938e", 0),
     "nac_mul_nmu": ("be04b5da4258", 0),
     "gated_nau_nmu": ("103f6b5194b8", 0),

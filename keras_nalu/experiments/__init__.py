@@ -9,6 +9,7 @@
 
 from keras_nalu.experiments.arithmetic import (
     NAME_FIELDS,
+    STATIC_TASKS,
     TASK_FIELDS,
     ExperimentConfig,
     build_experiment_model,
@@ -21,6 +22,7 @@ from keras_nalu.experiments.arithmetic import (
 
 __all__ = [
     "NAME_FIELDS",
+    "STATIC_TASKS",
     "TASK_FIELDS",
     "ExperimentConfig",
     "build_experiment_model",

@@ -24,7 +24,7 @@ from keras_nalu.evaluation import (
     success_threshold,
 )
 from keras_nalu.models import build_model, get_preset
-from keras_nalu.tasks import ArithmeticTask, Range
+from keras_nalu.tasks import ArithmeticTask, Range, simple_function_task
 
 TASK_FIELDS = (
     "operation",
@@ -36,6 +36,10 @@ TASK_FIELDS = (
     "extrapolation_range",
     "batch_size",
 )
+
+STATIC_TASKS = ("arithmetic", "simple")
+"""The tasks an `ExperimentConfig` trains: the arithmetic task, or the simple
+10-parameter function of Madsen & Johansen (2020), §1.1."""
 
 NAME_FIELDS = ("model", "operation", "seed")
 """The fields a run name spells out; a hash stands for the others."""
@@ -96,6 +100,12 @@ class ExperimentConfig:
     `epsilon` is the optimizer's ε; None keeps Keras' 10⁻⁷. The papers' PyTorch
     code ran Adam with 10⁻⁸ (Keras adds ε before Adam's bias correction,
     PyTorch after, so the two agree only once that correction is near 1).
+
+    `task_name` picks the task: "arithmetic" (the default) or "simple", the
+    10-parameter function t = (x₁ + x₂)·(x₁ + x₂ + x₃ + x₄) of Madsen &
+    Johansen (2020), §1.1 (`simple_function_task`; its four inputs need
+    `input_size=4`, and `operation` joins the two sums). The subset fields
+    do not apply to it.
     """
 
     model: str = "nau_sparse"
@@ -119,6 +129,7 @@ class ExperimentConfig:
     eval_every: int = 1_000
     stop_on_success: bool = False
     steps_per_execution: int = 50
+    task_name: str = "arithmetic"
 
     def __post_init__(self):
         get_preset(self.model)
@@ -136,7 +147,20 @@ class ExperimentConfig:
         check_positive("ExperimentConfig", "learning_rate", self.learning_rate)
         self._check_optimizer()
         self._check_sparsity()
+        self._check_task_name()
         self.task()  # validates the task parameters now, with their names
+
+    def _check_task_name(self):
+        if self.task_name not in STATIC_TASKS:
+            raise ValueError(
+                f"ExperimentConfig expects task_name to be one of "
+                f"{list(STATIC_TASKS)}. Received: task_name={self.task_name!r}"
+            )
+        if self.task_name == "simple" and self.input_size != 4:
+            raise ValueError(
+                "ExperimentConfig: the simple task has 4 inputs; pass "
+                f"input_size=4. Received: input_size={self.input_size!r}"
+            )
 
     def _check_optimizer(self):
         try:
@@ -174,7 +198,12 @@ class ExperimentConfig:
             )
 
     def task(self) -> ArithmeticTask:
+        """The task of this run (`task_name`), with its seed."""
         fields = {name: getattr(self, name) for name in TASK_FIELDS}
+        if self.task_name == "simple":
+            for name in ("input_size", "subset_ratio", "overlap_ratio", "num_subsets"):
+                fields.pop(name)
+            return simple_function_task(seed=self.seed, **fields)
         # A unit that keeps 1/x finite near 0 may be trained to divide there.
         safe = get_preset(self.model).divides_near_zero
         return ArithmeticTask(seed=self.seed, allow_zero_divisor=safe, **fields)

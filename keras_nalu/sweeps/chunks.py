@@ -141,12 +141,53 @@ def chunk_backup(results_path: str | os.PathLike, chunk: Chunk) -> Path:
     return path.with_name(path.name + ".backup") / name
 
 
+def backed_up_chunks(results_path: str | os.PathLike) -> list[tuple[Chunk, str]]:
+    """The chunks whose backups lie beside a results file, with their engines.
+
+    Each `<results>.backup/*.npz` file (see `chunk_backup`) names its runs;
+    they are regrouped into the `Chunk` that wrote it, so a sweep can
+    continue that chunk even when it plans its seeds in other chunks (another
+    `chunk_size`, more seeds). Files that are unreadable, or not named as
+    that chunk's backup, are left out (and left alone).
+
+    Returns:
+        `[(chunk, engine), ...]`, in file-name order.
+    """
+    from keras_nalu.sweeps.engines.backup import backup_runs
+
+    path = Path(results_path)
+    folder = path.with_name(path.name + ".backup")
+    if not folder.is_dir():
+        return []
+    found = []
+    for file in sorted(folder.glob("c*.npz")):
+        try:
+            runs, engine = backup_runs(file)
+        except ValueError:
+            continue
+        parts: list[tuple[ExperimentConfig, list[int]]] = []
+        for run in runs:
+            config = dataclasses.replace(run, seed=0)
+            if parts and parts[-1][0] == config:
+                parts[-1][1].append(run.seed)
+            else:
+                parts.append((config, [run.seed]))
+        if not parts:
+            continue
+        (config, seeds), *more = parts
+        chunk = Chunk(config, tuple(seeds), tuple((c, tuple(s)) for c, s in more))
+        if chunk_backup(path, chunk) == file:
+            found.append((chunk, engine))
+    return found
+
+
 def train_chunk(
     chunk: Chunk | ExperimentConfig,
     seeds: Sequence[int] | None = None,
     progress=False,
     backup: str | os.PathLike | None = None,
     backup_every: float = 600.0,
+    deadline: float | None = None,
 ):
     """The result rows of one chunk (runs in a Ray worker too).
 
@@ -154,13 +195,17 @@ def train_chunk(
     backed up to `backup` (if given) every `backup_every` seconds and
     resumed from it; a preset that cannot be vectorized (see `vectorizable`)
     trains its seeds one after the other with `run_experiment`, which gives
-    the same rows with `replicas` = 1 (and is not backed up).
+    the same rows with `replicas` = 1 (and is neither backed up nor stopped
+    at `deadline`).
 
     Args:
         chunk: a `Chunk`, or a config whose `seeds` follow.
         seeds: with a config, the seeds.
         progress: as for `train_replicas`.
-        backup, backup_every: as for `train_replicas`.
+        backup, backup_every, deadline: as for `train_replicas`.
+
+    Raises:
+        TimeLimitReached: the chunk stopped at `deadline` (after its backup).
     """
     from keras_nalu.sweeps.engines import (
         NotVectorizableError,
@@ -174,18 +219,16 @@ def train_chunk(
     try:
         if not vectorizable(config):
             raise NotVectorizableError(config.model)
+        options = {
+            "progress": progress,
+            "backup": backup,
+            "backup_every": backup_every,
+            "deadline": deadline,
+        }
         if chunk.more:
-            records = train_batched(
-                chunk.runs, progress=progress, backup=backup, backup_every=backup_every
-            )
+            records = train_batched(chunk.runs, **options)
         else:
-            records = train_replicas(
-                config,
-                list(chunk.seeds),
-                progress=progress,
-                backup=backup,
-                backup_every=backup_every,
-            )
+            records = train_replicas(config, list(chunk.seeds), **options)
     except NotVectorizableError:  # this engine cannot: one seed at a time
         records = []
         for part, part_seeds in chunk.parts:
@@ -240,4 +283,4 @@ def _keras_device() -> str:
     return "cpu"
 
 
-__all__ = ["Chunk", "chunk_backup", "plan_chunks", "train_chunk"]
+__all__ = ["Chunk", "backed_up_chunks", "chunk_backup", "plan_chunks", "train_chunk"]

@@ -72,10 +72,26 @@ the final evaluation (empty cells)."""
 RESULT_COLUMNS = (*CONFIG_COLUMNS, *RECORD_FIELDS, "config_id")
 """Every column of a results file, in order."""
 
-LATER_FIELDS = {"epsilon": None}
+LATER_FIELDS = {"epsilon": None, "task_name": "arithmetic"}
 """Fields added after results files existed, with their defaults: at the
-default a field stays out of `config_id`, so older rows keep their ids, and
-a file without its column reads as the default."""
+default a field stays out of `config_id` (and out of a backup's identity),
+so older rows keep their ids, and a file without its column reads as the
+default."""
+
+
+def without_later_defaults(config: Mapping) -> dict:
+    """A config dict without the `LATER_FIELDS` that hold their default.
+
+    Example:
+
+    >>> without_later_defaults({"model": "nmu", "epsilon": None})
+    {'model': 'nmu'}
+    """
+    return {
+        key: value
+        for key, value in config.items()
+        if not (key in LATER_FIELDS and value == LATER_FIELDS[key])
+    }
 
 
 def config_id(config: ExperimentConfig) -> str:
@@ -86,11 +102,8 @@ def config_id(config: ExperimentConfig) -> str:
     preset whose recipe changes must raise its revision (a test pins every
     recipe to enforce it).
     """
-    fields = {
-        key: value
-        for key, value in config.to_config().items()
-        if key != "seed" and not (key in LATER_FIELDS and value == LATER_FIELDS[key])
-    }
+    fields = without_later_defaults(config.to_config())
+    fields.pop("seed")
     revision = get_preset(config.model).revision
     if revision:  # a changed recipe: rows of the older one must not match
         fields["preset_revision"] = revision
@@ -220,5 +233,6 @@ __all__ = [
     "read_results",
     "record_row",
     "results_lock",
+    "without_later_defaults",
     "write_results",
 ]

@@ -13,6 +13,13 @@ Chunks run one after the other in this process, side by side on the local
 JAX devices, or as Ray tasks (`ray_address`); in every case only this
 process writes the file.
 
+A chunk whose backup lies in `<results>.backup/` is continued from it even
+when the sweep would cut its seeds otherwise (`backed_up_chunks`), so a
+sweep can be resumed with more seeds or another `chunk_size`. With a
+`time_limit`, the sweep stops at the first evaluation past it, after backing
+up the chunk in training: running it again continues, so a long sweep fits
+into calls of a fixed length.
+
 The chunks themselves (`Chunk`, `plan_chunks`, `train_chunk`) live in
 `keras_nalu.sweeps.chunks`. This module also re-exports the names of
 `chunks`, `grid` and `results`, its former contents, so that imports from
@@ -25,14 +32,18 @@ import contextlib
 import dataclasses
 import functools
 import os
-from collections.abc import Callable, Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
 
+from keras_nalu._validation import check_positive_int
+from keras_nalu.experiments import ExperimentConfig
 from keras_nalu.export import check_output_folder
 from keras_nalu.sweeps.chunks import (
     Chunk,
+    backed_up_chunks,
     chunk_backup,
     plan_chunks,
     train_chunk,
@@ -80,7 +91,15 @@ def _local_devices() -> list:
     return devices if len(devices) > 1 else []
 
 
-def _local_backend(chunks, on_rows, on_steps, backup_of=None, backup_every=600.0):
+def _local_backend(
+    chunks,
+    on_rows,
+    on_steps,
+    backup_of=None,
+    backup_every=600.0,
+    deadline=None,
+    chunks_per_device=1,
+):
     import keras
 
     with contextlib.ExitStack() as stack:
@@ -93,15 +112,23 @@ def _local_backend(chunks, on_rows, on_steps, backup_of=None, backup_every=600.0
             stack.callback(logger.setLevel, logger.level)
             logger.setLevel("ERROR")
         devices = _local_devices()
+        if chunks_per_device > 1 and keras.backend.backend() == "jax":
+            import jax
+
+            devices = (devices or jax.devices()[:1]) * chunks_per_device
         if devices and len(chunks) > 1:
             _train_on_devices(
-                chunks, devices, on_rows, on_steps, backup_of, backup_every
+                chunks, devices, on_rows, on_steps, backup_of, backup_every, deadline
             )
         else:
-            _train_chunks(chunks, on_rows, on_steps, backup_of, backup_every)
+            _train_chunks(chunks, on_rows, on_steps, backup_of, backup_every, deadline)
 
 
-def _train_one_chunk(chunk, on_steps, backup_of, backup_every):
+def _out_of_time(deadline) -> bool:
+    return deadline is not None and time.monotonic() >= deadline
+
+
+def _train_one_chunk(chunk, on_steps, backup_of, backup_every, deadline=None):
     reported = 0
 
     def progress(steps):
@@ -115,51 +142,74 @@ def _train_one_chunk(chunk, on_steps, backup_of, backup_every):
         progress=progress,
         backup=None if backup_of is None else backup_of(chunk),
         backup_every=backup_every,
+        deadline=deadline,
     )
     on_steps(max(chunk.steps - reported, 0))
     return rows
 
 
-def _train_chunks(chunks, on_rows, on_steps, backup_of=None, backup_every=600.0):
-    for chunk in chunks:
-        on_rows(_train_one_chunk(chunk, on_steps, backup_of, backup_every))
+def _train_chunks(
+    chunks, on_rows, on_steps, backup_of=None, backup_every=600.0, deadline=None
+):
+    from keras_nalu.sweeps.engines import TimeLimitReached
+
+    for index, chunk in enumerate(chunks):
+        on_rows(_train_one_chunk(chunk, on_steps, backup_of, backup_every, deadline))
+        if index + 1 < len(chunks) and _out_of_time(deadline):
+            raise TimeLimitReached(
+                f"the sweep stopped at its time limit with {len(chunks) - index - 1} "
+                "chunks left"
+            )
 
 
-def _train_on_devices(chunks, devices, on_rows, on_steps, backup_of, backup_every):
+def _train_on_devices(
+    chunks, devices, on_rows, on_steps, backup_of, backup_every, deadline=None
+):
     """One chunk per device at a time, each in a thread pinned to its device.
 
     JAX runs the threads' computations side by side; only this thread writes
-    the results (`on_rows`).
+    the results (`on_rows`). A device listed twice trains two chunks at a
+    time. Past `deadline`, no thread starts another chunk, and the chunks in
+    training stop after their backups; the finished chunks' rows are written
+    first, then `TimeLimitReached` is raised.
     """
     import queue
     import threading
 
     import jax
 
+    from keras_nalu.sweeps.engines import TimeLimitReached
+
     todo = queue.SimpleQueue()
     for chunk in chunks:
         todo.put(chunk)
     done = queue.SimpleQueue()
     lock = threading.Lock()
+    finished = object()  # a worker's last message
 
     def locked_steps(steps):
         with lock:
             on_steps(steps)
 
     def worker(device):
-        with jax.default_device(device):
-            while True:
-                try:
-                    chunk = todo.get_nowait()
-                except queue.Empty:
-                    return
-                try:
+        trained = 0
+        try:
+            with jax.default_device(device):
+                while not (trained and _out_of_time(deadline)):
+                    try:
+                        chunk = todo.get_nowait()
+                    except queue.Empty:
+                        return
                     done.put(
-                        _train_one_chunk(chunk, locked_steps, backup_of, backup_every)
+                        _train_one_chunk(
+                            chunk, locked_steps, backup_of, backup_every, deadline
+                        )
                     )
-                except BaseException as error:  # handed to the main thread
-                    done.put(error)
-                    return
+                    trained += 1
+        except BaseException as error:  # handed to the main thread
+            done.put(error)
+        finally:
+            done.put(finished)
 
     threads = [
         threading.Thread(target=worker, args=(device,), daemon=True)
@@ -167,13 +217,23 @@ def _train_on_devices(chunks, devices, on_rows, on_steps, backup_of, backup_ever
     ]
     for thread in threads:
         thread.start()
-    for _ in chunks:
+    running, stopped = len(threads), None
+    while running:
         outcome = done.get()
-        if isinstance(outcome, BaseException):
+        if outcome is finished:
+            running -= 1
+        elif isinstance(outcome, TimeLimitReached):
+            stopped = outcome  # the others finish or stop at their next backup
+        elif isinstance(outcome, BaseException):
             raise outcome
-        on_rows(outcome)
+        else:
+            on_rows(outcome)
     for thread in threads:
         thread.join()
+    if stopped is None and not todo.empty():
+        stopped = TimeLimitReached("the sweep stopped at its time limit")
+    if stopped is not None:
+        raise stopped
 
 
 def ray_options(engine: str, cluster_gpus: float) -> dict:
@@ -243,10 +303,12 @@ class SweepOutcome:
     new_rows: int
     skipped: int
     group_by: tuple[str, ...]
+    #: False when the sweep stopped at its `time_limit` with runs left.
+    complete: bool = True
 
 
 def run_sweep(
-    grid: Mapping,
+    grid: Mapping | Sequence[ExperimentConfig],
     seeds: str | Iterable[int],
     results_path: str | os.PathLike,
     chunk_size: int = 100,
@@ -254,12 +316,15 @@ def run_sweep(
     progress: bool = True,
     on_chunk: Callable[[list[dict]], None] | None = None,
     backup_every: float | None = 600.0,
+    time_limit: float | None = None,
+    chunks_per_device: int = 1,
 ) -> SweepOutcome:
     """Trains every (configuration, seed) of a grid that the results file lacks.
 
     Args:
-        grid: `{field or "f1:f2": values}` (see `normalize_grid`), or the
-            output of `parse_grid` / `load_grid_file`.
+        grid: `{field or "f1:f2": values}` (see `normalize_grid`), the
+            output of `parse_grid` / `load_grid_file`, or a list of
+            `ExperimentConfig`s (their seeds ignored).
         seeds: `"0-99"`, `"0,3,7-9"` or a list of integers.
         results_path: the results CSV; created if missing, else resumed.
         chunk_size: at most this many runs train together as replicas. On
@@ -278,7 +343,19 @@ def run_sweep(
         backup_every: seconds between two backups of the chunk in training
             (see `chunk_backup`); a rerun of a killed sweep continues that
             chunk from its backup, with the rows an uninterrupted run gives.
-            None for no backups; Ray chunks are never backed up.
+            None for no backups; Ray chunks are never backed up. Chunks
+            backed up by an earlier sweep of this file train first, as they
+            were cut (`backed_up_chunks`), if the sweep asks for all their
+            runs.
+        time_limit: seconds after which the sweep stops: no chunk starts
+            after it, and the chunk in training stops at its next
+            evaluation, after a backup. The rows of finished chunks are in
+            the file; the returned outcome has `complete=False`, and running
+            the same sweep again continues. None for no limit. Needs
+            backups; not with `ray_address`.
+        chunks_per_device: on the JAX engine, how many chunks train side by
+            side on each device (threads sharing it), for chunks too small
+            to fill an accelerator alone.
 
     Returns:
         A `SweepOutcome`; its `results` are this sweep's rows of the file.
@@ -301,23 +378,48 @@ def run_sweep(
     ...            "eval_every": [100]}, "0-1", path, progress=False).skipped
     2
     """
-    configs = grid_configs(grid)
+    configs = _sweep_configs(grid)
     seeds = parse_seeds(seeds)
     if backup_every is not None and not backup_every >= 0:
         raise ValueError(
             "run_sweep expects backup_every to be None or >= 0 seconds. "
             f"Received: backup_every={backup_every!r}"
         )
+    if time_limit is not None:
+        if not time_limit >= 0:
+            raise ValueError(
+                "run_sweep expects time_limit to be None or >= 0 seconds. "
+                f"Received: time_limit={time_limit!r}"
+            )
+        if backup_every is None or ray_address is not None:
+            raise ValueError(
+                "run_sweep stops at time_limit only with backups, trained here: "
+                "pass backup_every and no ray_address. Received: "
+                f"backup_every={backup_every!r}, ray_address={ray_address!r}"
+            )
+    check_positive_int("run_sweep", "chunks_per_device", chunks_per_device)
+    deadline = None if time_limit is None else time.monotonic() + time_limit
     path = check_results_path(results_path)
     check_output_folder(path.parent, "results_path", results_path)
-    group_by = _group_keys(normalize_grid(grid))
+    group_by = (
+        _grid_group_keys(normalize_grid(grid))
+        if isinstance(grid, Mapping)
+        else _group_keys(configs)
+    )
     with results_lock(path):
         table = read_results(path)
-        done = set(zip(table["config_id"].astype(str), table["seed"].astype(int)))
-        chunks = plan_chunks(configs, seeds, chunk_size, done, batch=_engine_batches())
+        done = _done_pairs(table)
         planned_pairs = {(config_id(c), s) for c in configs for s in seeds}
+        chunks = _plan(
+            path,
+            configs,
+            seeds,
+            chunk_size,
+            done,
+            resume_backups=backup_every is not None and ray_address is None,
+        )
         skipped = len(planned_pairs & done)
-        state = {"table": table, "new": 0}
+        state = {"table": table, "new": 0, "complete": True}
 
         def on_rows(rows):
             new = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
@@ -344,16 +446,26 @@ def run_sweep(
             if bar is not None:
                 bar.update(steps)
 
+        from keras_nalu.sweeps.engines import TimeLimitReached
+
         try:
             if chunks and ray_address is None:
                 backup_of = None
                 if backup_every is not None:
                     backup_of = functools.partial(chunk_backup, path)
                 _local_backend(
-                    chunks, on_rows, on_steps, backup_of, backup_every or 0.0
+                    chunks,
+                    on_rows,
+                    on_steps,
+                    backup_of,
+                    backup_every or 0.0,
+                    deadline,
+                    chunks_per_device,
                 )
             elif chunks:
                 _ray_backend(chunks, on_rows, on_steps, ray_address)
+        except TimeLimitReached:
+            state["complete"] = False
         finally:
             if bar is not None:
                 bar.close()
@@ -364,12 +476,95 @@ def run_sweep(
     mine = table[
         table["config_id"].astype(str).isin(ids) & table["seed"].isin(seeds)
     ].reset_index(drop=True)
-    return SweepOutcome(path, mine, state["new"], skipped, group_by)
+    return SweepOutcome(
+        path, mine, state["new"], skipped, group_by, complete=state["complete"]
+    )
 
 
-def _group_keys(grid) -> tuple[str, ...]:
+def plan_sweep(
+    grid: Mapping | Sequence[ExperimentConfig],
+    seeds: str | Iterable[int],
+    results_path: str | os.PathLike,
+    chunk_size: int = 100,
+) -> list[Chunk]:
+    """The chunks `run_sweep` would train now, in order, without training.
+
+    Chunks backed up by an earlier sweep of the file come first, then the
+    runs the file lacks, cut and packed as `run_sweep` cuts them on the Keras
+    backend's engine.
+
+    Example:
+
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "results.csv"
+    >>> chunks = plan_sweep({"model": ["nau"], "iterations": [100]}, "0-4",
+    ...                     path, chunk_size=2)
+    >>> [chunk.seeds for chunk in chunks]
+    [(0, 1), (2, 3), (4,)]
+    """
+    configs = _sweep_configs(grid)
+    seeds = parse_seeds(seeds)
+    path = check_results_path(results_path)
+    done = _done_pairs(read_results(path))
+    return _plan(path, configs, seeds, chunk_size, done, resume_backups=True)
+
+
+def _done_pairs(table: pd.DataFrame) -> set[tuple[str, int]]:
+    return set(zip(table["config_id"].astype(str), table["seed"].astype(int)))
+
+
+def _plan(path, configs, seeds, chunk_size, done, resume_backups) -> list[Chunk]:
+    """Backed-up chunks of this sweep first, then the rest of its runs."""
+    planned_pairs = {(config_id(c), s) for c in configs for s in seeds}
+    resumed = _resumable_chunks(path, planned_pairs - done) if resume_backups else []
+    resumed_pairs = {
+        (config_id(c), s) for chunk in resumed for c, part in chunk.parts for s in part
+    }
+    return resumed + plan_chunks(
+        configs, seeds, chunk_size, done | resumed_pairs, batch=_engine_batches()
+    )
+
+
+def _sweep_configs(grid) -> list[ExperimentConfig]:
+    """The configurations of a grid, or a list of configs (checked, seed 0)."""
+    if isinstance(grid, Mapping):
+        return grid_configs(grid)
+    configs = list(grid)
+    if not configs or not all(isinstance(c, ExperimentConfig) for c in configs):
+        raise ValueError(
+            "run_sweep expects a grid mapping or a non-empty list of "
+            f"ExperimentConfig objects. Received: {grid!r}"
+        )
+    return [dataclasses.replace(c, seed=0) for c in configs]
+
+
+def _resumable_chunks(path: Path, todo: set[tuple[str, int]]) -> list[Chunk]:
+    """The backed-up chunks of `path` on this engine whose runs are all `todo`."""
+    from keras_nalu.sweeps.engines import engine_name
+
+    engine = engine_name()
+    chunks = []
+    for chunk, backup_engine in backed_up_chunks(path):
+        pairs = {(config_id(c), s) for c, seeds in chunk.parts for s in seeds}
+        if backup_engine == engine and pairs <= todo:
+            chunks.append(chunk)
+            todo = todo - pairs
+    return chunks
+
+
+def _grid_group_keys(grid) -> tuple[str, ...]:
     """operation, model, then every other field the grid varies."""
     varied = [key for keys, values in grid.items() if len(values) > 1 for key in keys]
+    return tuple(dict.fromkeys(["operation", "model", *varied]))
+
+
+def _group_keys(configs: Sequence[ExperimentConfig]) -> tuple[str, ...]:
+    """operation, model, then every other field the configurations vary."""
+    varied = [
+        field
+        for field in CONFIG_FIELDS
+        if field != "seed" and len({getattr(c, field) for c in configs}) > 1
+    ]
     return tuple(dict.fromkeys(["operation", "model", *varied]))
 
 
@@ -397,6 +592,7 @@ __all__ = [
     "RESULT_COLUMNS",
     "Chunk",
     "SweepOutcome",
+    "backed_up_chunks",
     "config_id",
     "grid_configs",
     "load_grid_file",
@@ -404,6 +600,7 @@ __all__ = [
     "parse_grid",
     "parse_seeds",
     "plan_chunks",
+    "plan_sweep",
     "ray_options",
     "read_results",
     "record_row",

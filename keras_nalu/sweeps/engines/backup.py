@@ -112,6 +112,25 @@ def _identity(run) -> dict:
     return json.loads(json.dumps(identity))
 
 
+def _comparable(identity: dict) -> dict:
+    """An identity without the config fields added later at their defaults.
+
+    A backup written before such a field existed lacks it; it still matches
+    a run that keeps the field at its default (as its `config_id` does).
+    """
+    from keras_nalu.sweeps.results import without_later_defaults
+
+    identity = dict(identity)
+    if isinstance(identity.get("config"), dict):
+        identity["config"] = without_later_defaults(identity["config"])
+    if isinstance(identity.get("configs"), list):
+        identity["configs"] = [
+            without_later_defaults(c) if isinstance(c, dict) else c
+            for c in identity["configs"]
+        ]
+    return identity
+
+
 def save_backup(run, path: str | os.PathLike) -> None:
     """`ReplicaRun.save_backup`: the run's whole state into one `.npz` file."""
     path = Path(path)
@@ -143,9 +162,10 @@ def restore_backup(run, path: str | os.PathLike) -> bool:
         return False
     shapes = run._state_shapes()
     state, arrays = _load_backup(path, len(shapes))
-    identity = _identity(run)
+    identity = _comparable(_identity(run))
+    stored = _comparable(state)
     if state.get("format") != BACKUP_FORMAT or any(
-        state.get(key) != value for key, value in identity.items()
+        stored.get(key) != value for key, value in identity.items()
     ):
         raise ValueError(
             f"{path} is not a backup of this run ({run._description()}, "
@@ -173,6 +193,47 @@ def restore_backup(run, path: str | os.PathLike) -> bool:
     run._active = np.array(state["active"], dtype=bool)
     run._set_active(run._active)
     return True
+
+
+def _backup_runs(path: Path) -> tuple[dict, list[ExperimentConfig]]:
+    """A backup's state and its runs (one config per replica, seed set)."""
+    state, _ = _load_backup(path)
+    if state.get("format") != BACKUP_FORMAT:
+        raise ValueError(
+            f"{path} has backup format {state.get('format')!r}; this version "
+            f"reads format {BACKUP_FORMAT}."
+        )
+    try:
+        if "configs" in state:
+            configs = [ExperimentConfig(**c) for c in state["configs"]]
+        else:
+            configs = [
+                ExperimentConfig(**state["config"], seed=int(seed))
+                for seed in state["seeds"]
+            ]
+    except Exception as error:  # a damaged config: any field, any type
+        raise ValueError(
+            f"{path} is not a readable sweep backup ({type(error).__name__} in "
+            "its configuration)."
+        ) from None
+    return state, configs
+
+
+def backup_runs(path: str | os.PathLike) -> tuple[list[ExperimentConfig], str]:
+    """The runs a backup holds and the engine that wrote it.
+
+    Args:
+        path: a `.npz` file written by `ReplicaRun.save_backup`.
+
+    Returns:
+        `(runs, engine)`: one `ExperimentConfig` per replica, its seed set,
+        in replica order; and "tensorflow" or "jax".
+
+    Raises:
+        ValueError: the file is not a readable backup.
+    """
+    state, configs = _backup_runs(Path(path))
+    return configs, str(state.get("engine", "tensorflow"))
 
 
 def read_backup(path: str | os.PathLike) -> list[dict]:
@@ -214,25 +275,7 @@ def read_backup(path: str | os.PathLike) -> list[dict]:
     chunk of a sweep that is in training.
     """
     path = Path(path)
-    state, _ = _load_backup(path)
-    if state.get("format") != BACKUP_FORMAT:
-        raise ValueError(
-            f"{path} has backup format {state.get('format')!r}; this version "
-            f"reads format {BACKUP_FORMAT}."
-        )
-    try:
-        if "configs" in state:
-            configs = [ExperimentConfig(**c) for c in state["configs"]]
-        else:
-            configs = [
-                ExperimentConfig(**state["config"], seed=int(seed))
-                for seed in state["seeds"]
-            ]
-    except Exception as error:  # a damaged config: any field, any type
-        raise ValueError(
-            f"{path} is not a readable sweep backup ({type(error).__name__} in "
-            "its configuration)."
-        ) from None
+    state, configs = _backup_runs(path)
     _check_state(path, state, len(configs))
     step = state["step"]
     histories = state["evaluations"]
@@ -261,4 +304,4 @@ def read_backup(path: str | os.PathLike) -> list[dict]:
     return records
 
 
-__all__ = ["BACKUP_FORMAT", "read_backup"]
+__all__ = ["BACKUP_FORMAT", "backup_runs", "read_backup"]

@@ -96,6 +96,14 @@ class NotVectorizableError(ValueError):
     seeds one after the other with `run_experiment`)."""
 
 
+class TimeLimitReached(RuntimeError):
+    """A run reached its `deadline` and stopped after saving its backup.
+
+    Training the same configuration and seeds again with the same backup
+    file continues from where it stopped (`train_replicas`, `run_sweep`).
+    """
+
+
 def _model_state(model) -> list:
     """The model's non-trainable variables other than the λ strengths.
 
@@ -578,6 +586,7 @@ class ReplicaRun:
         progress: bool | Callable[[int], None] = True,
         backup: str | os.PathLike | None = None,
         backup_every: float = 600.0,
+        deadline: float | None = None,
     ) -> None:
         """Trains every replica for the configuration's iterations.
 
@@ -595,6 +604,13 @@ class ReplicaRun:
                 killed run loses at most that much training.
             backup_every: seconds between two backups; 0 writes one after
                 every evaluation.
+            deadline: a `time.monotonic()` time: at the first evaluation at
+                or after it, the run writes its backup (if it has one) and
+                raises `TimeLimitReached`, unless it has finished. None for
+                no limit.
+
+        Raises:
+            TimeLimitReached: the run stopped at `deadline`.
         """
         if backup_every < 0:
             raise ValueError(
@@ -626,7 +642,10 @@ class ReplicaRun:
                 self._collect_divergence()
                 self._evaluate(self.step)
                 now = time.perf_counter()
-                if backup is not None and now - last_backup >= backup_every:
+                out_of_time = deadline is not None and time.monotonic() >= deadline
+                if backup is not None and (
+                    out_of_time or now - last_backup >= backup_every
+                ):
                     self.wall_time += now - started
                     started = last_backup = now
                     self.save_backup(backup)
@@ -635,6 +654,12 @@ class ReplicaRun:
                     bar.set_postfix(running=int(self._active.sum()), refresh=False)
                 elif callable(progress):
                     progress(done)
+                if out_of_time and self.step < self.total_steps and self._active.any():
+                    raise TimeLimitReached(
+                        f"{self._description()} stopped at its time limit at step "
+                        f"{self.step} of {self.total_steps}"
+                        + ("" if backup is None else f"; backup: {backup}")
+                    )
         finally:
             self.wall_time += time.perf_counter() - started
             if bar is not None:
@@ -751,6 +776,7 @@ def train_replicas(
     backup: str | os.PathLike | None = None,
     backup_every: float = 600.0,
     engine: str | None = None,
+    deadline: float | None = None,
 ) -> list[dict]:
     """Trains `config` once per seed, all seeds in one vectorized loop.
 
@@ -775,6 +801,8 @@ def train_replicas(
         backup: None, or the backup file (see `ReplicaRun.save_backup`).
         backup_every: seconds between two backups; 0 after every evaluation.
         engine: "tensorflow", "jax", or None for the Keras backend's.
+        deadline: a `time.monotonic()` time at which the run stops, after
+            writing `backup` (see `ReplicaRun.train`); None for no limit.
 
     Returns:
         One record per seed, in the order of `seeds` (see
@@ -784,6 +812,8 @@ def train_replicas(
         ValueError: bad seeds, a preset that cannot be vectorized, a backend
             without an engine, or a `backup` file of another configuration,
             other seeds or another engine.
+        TimeLimitReached: the run stopped at `deadline`; the same call again
+            continues it from `backup`.
 
     Example:
 
@@ -798,7 +828,7 @@ def train_replicas(
     Reference: Madsen & Johansen (2020), §4.1.1 and App. C.2.
     """
     run = ReplicaRun(config, seeds, engine=engine)
-    return _train_and_clean(run, progress, backup, backup_every)
+    return _train_and_clean(run, progress, backup, backup_every, deadline)
 
 
 def train_batched(
@@ -807,6 +837,7 @@ def train_batched(
     backup: str | os.PathLike | None = None,
     backup_every: float = 600.0,
     engine: str | None = None,
+    deadline: float | None = None,
 ) -> list[dict]:
     """Trains several configurations (each with its seed) as one vectorized run.
 
@@ -817,19 +848,22 @@ def train_batched(
 
     Args:
         configs: the runs, one `ExperimentConfig` each (seed included).
-        progress, backup, backup_every, engine: as for `train_replicas`.
+        progress, backup, backup_every, engine, deadline: as for
+            `train_replicas`.
 
     Returns:
         One record per config, in order.
     """
     run = ReplicaRun.batched(configs, engine=engine)
-    return _train_and_clean(run, progress, backup, backup_every)
+    return _train_and_clean(run, progress, backup, backup_every, deadline)
 
 
-def _train_and_clean(run, progress, backup, backup_every) -> list[dict]:
+def _train_and_clean(run, progress, backup, backup_every, deadline) -> list[dict]:
     if backup is not None:
         run.restore_backup(backup)
-    run.train(progress=progress, backup=backup, backup_every=backup_every)
+    run.train(
+        progress=progress, backup=backup, backup_every=backup_every, deadline=deadline
+    )
     if backup is not None:
         Path(backup).unlink(missing_ok=True)
         partial_path(Path(backup)).unlink(missing_ok=True)  # left by a kill mid-write

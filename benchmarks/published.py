@@ -1,0 +1,251 @@
+"""Madsen & Johansen's (2020) published numbers, to print beside ours (facts, not code).
+
+Madsen & Johansen, "Neural Arithmetic Units", ICLR 2020:
+
+- Table 1: the simple 10-parameter function t = (x₁ + x₂)·(x₁ + x₂ + x₃ + x₄);
+- Tables 2 and 6: the arithmetic task (Table 2's rows are a subset of
+  Table 6's, with the same numbers);
+- Table 5: the gated units (App. C.5);
+- Fig. 3: the NMU on × against the hidden size, its Wilson error bars solved
+  back to counts; App. C.4's hidden-size ablation, 50 seeds each.
+
+Each table row is a `Published`: the success rate as printed, the printed
+interval (rate − minus, rate + plus), the solved-at median and mean and the
+sparsity-error mean (None where the paper prints "—"). Every row of Tables
+1, 2, 5 and 6 summarizes 100 seeds, so the success count is rate × 100 and
+`Published.interval` is the Wilson interval of that count (it rounds to the
+printed one; a test checks every row). Keys are `(operation, preset)`.
+
+The budgets are the reference code's job scripts (stable-nalu,
+`lfs_batch_jobs/`): 5·10⁶ iterations for the arithmetic task (Tables 2, 5,
+6, Fig. 3), 2·10⁵ for the simple function (Table 1).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pandas as pd
+
+from keras_nalu.evaluation.statistics import success_rate_interval
+
+ARITHMETIC_BUDGET = 5_000_000
+"""Iterations of every arithmetic-task run in the paper."""
+
+SIMPLE_BUDGET = 200_000
+"""Iterations of the simple-function runs (Table 1) in the reference code."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Published:
+    """One published row: success rate with its printed ± and the statistics."""
+
+    rate: float
+    plus: float
+    minus: float
+    solved_at_median: float | None = None
+    solved_at_mean: float | None = None
+    sparsity_error_mean: float | None = None
+    seeds: int = 100
+
+    @property
+    def successes(self) -> int:
+        return round(self.rate * self.seeds)
+
+    @property
+    def printed_interval(self) -> tuple[float, float]:
+        """The interval as the paper prints it (whole percents)."""
+        return (round(self.rate - self.minus, 2), round(self.rate + self.plus, 2))
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """The Wilson 95 % interval of the paper's count (exact bounds)."""
+        _, lower, upper = success_rate_interval(self.successes, self.seeds)
+        return lower, upper
+
+
+def _failed() -> Published:
+    """A row the paper prints as 0 % [0 %, 4 %] with no statistics."""
+    return Published(0.0, 0.04, 0.0)
+
+
+# Table 1: t = (x1 + x2)·(x1 + x2 + x3 + x4), 100 seeds.
+TABLE_1 = {
+    ("mul", "nac_mul"): Published(0.13, 0.08, 0.05, 5.5e4, 5.9e4, 7.5e-6),
+    ("mul", "nalu"): Published(0.26, 0.09, 0.08, 7.0e4, 7.8e4, 9.2e-6),
+    ("mul", "nmu"): Published(0.94, 0.03, 0.06, 1.4e4, 1.4e4, 2.6e-8),
+}
+
+_SOLVED = {
+    # Table 6's rows with a success rate above 0; every other row is 0 %.
+    ("mul", "nac_mul_nmu"): Published(0.93, 0.04, 0.07, 1.8e6, 2.0e6, 9.5e-7),
+    ("mul", "nac_mul_sigma"): Published(1.00, 0.0, 0.04, 2.5e6, 2.6e6, 4.6e-5),
+    ("mul", "nac_mul"): Published(0.31, 0.10, 0.08, 2.8e6, 3.0e6, 5.8e-4),
+    ("mul", "nmu"): Published(0.98, 0.01, 0.05, 1.4e6, 1.5e6, 4.2e-7),
+    ("add", "nac"): Published(1.00, 0.0, 0.04, 2.5e5, 4.9e5, 2.3e-1),
+    ("add", "linear"): Published(1.00, 0.0, 0.04, 6.1e4, 6.3e4, 2.5e-1),
+    ("add", "nalu"): Published(0.14, 0.08, 0.05, 1.5e6, 1.6e6, 1.7e-1),
+    ("add", "nau"): Published(1.00, 0.0, 0.04, 1.8e4, 3.9e5, 3.2e-5),
+    ("add", "relu"): Published(0.62, 0.09, 0.10, 6.2e4, 7.6e4, 2.5e-1),
+    ("sub", "nac"): Published(1.00, 0.0, 0.04, 9.0e3, 3.7e5, 2.3e-1),
+    ("sub", "linear"): Published(0.07, 0.07, 0.04, 3.3e6, 1.4e6, 1.8e-1),
+    ("sub", "nalu"): Published(0.14, 0.08, 0.05, 1.9e6, 1.9e6, 2.1e-1),
+    ("sub", "nau"): Published(1.00, 0.0, 0.04, 5.0e3, 1.6e5, 6.6e-2),
+    ("sub", "nmu"): Published(0.56, 0.09, 0.10, 1.0e6, 1.0e6, 3.4e-4),
+    ("root", "nac_mul_nmu"): Published(0.03, 0.05, 0.02, 1.0e6, 1.0e6, 1.7e-1),
+    ("root", "nac_mul"): Published(0.07, 0.07, 0.04, 4.0e5, 1.5e6, 2.4e-1),
+    ("root", "nalu"): Published(0.02, 0.05, 0.01, 2.6e6, 3.3e6, 5.0e-1),
+    ("squared", "nac_mul_nmu"): Published(1.00, 0.0, 0.04, 1.4e6, 1.5e6, 2.9e-7),
+    ("squared", "nac_mul_sigma"): Published(1.00, 0.0, 0.04, 1.9e6, 1.9e6, 1.8e-2),
+    ("squared", "nac_mul"): Published(0.77, 0.07, 0.09, 3.3e6, 3.2e6, 1.8e-2),
+    ("squared", "nmu"): Published(1.00, 0.0, 0.04, 1.2e6, 1.3e6, 3.7e-5),
+}
+
+TABLE_6_OPERATIONS = ("mul", "div", "add", "sub", "root", "squared")
+TABLE_6_MODELS = (
+    "nac_mul_nmu",
+    "nac_mul_sigma",
+    "nac_mul",
+    "nac",
+    "gated_nau_nmu",
+    "linear",
+    "nalu",
+    "nau",
+    "nmu",
+    "relu",
+    "relu6",
+)
+"""Table 6's models as this package's presets, in the paper's order."""
+
+TABLE_6 = {
+    (operation, model): _SOLVED.get((operation, model), _failed())
+    for operation in TABLE_6_OPERATIONS
+    for model in TABLE_6_MODELS
+}
+
+TABLE_2_ROWS = (
+    ("mul", "nac_mul"),
+    ("mul", "nalu"),
+    ("mul", "nmu"),
+    ("add", "nac"),
+    ("add", "linear"),
+    ("add", "nalu"),
+    ("add", "nau"),
+    ("sub", "nac"),
+    ("sub", "linear"),
+    ("sub", "nalu"),
+    ("sub", "nau"),
+)
+TABLE_2 = {key: TABLE_6[key] for key in TABLE_2_ROWS}
+
+# Table 5: the gated units on × and + (App. C.5), 100 seeds.
+TABLE_5 = {
+    ("mul", "gated_nau_nmu"): Published(0.62, 0.09, 0.10, 1.5e6, 1.5e6, 5.0e-5),
+    ("mul", "nalu_separate"): Published(0.22, 0.09, 0.07, 2.8e6, 3.3e6, 5.8e-2),
+    ("mul", "nalu_shared"): Published(0.24, 0.09, 0.07, 2.9e6, 3.3e6, 1.0e-3),
+    ("add", "gated_nau_nmu"): Published(0.37, 0.10, 0.09, 1.9e4, 4.2e5, 1.7e-1),
+    ("add", "nalu_separate"): Published(0.51, 0.10, 0.10, 1.4e5, 2.9e5, 1.8e-1),
+    ("add", "nalu_shared"): Published(0.34, 0.10, 0.09, 1.8e5, 3.1e5, 1.8e-1),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Count:
+    """A success count read off a figure, with the mean first-solved step."""
+
+    successes: int
+    seeds: int
+    solved_at_mean: float | None = None
+
+    @property
+    def rate(self) -> float:
+        return self.successes / self.seeds
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        _, lower, upper = success_rate_interval(self.successes, self.seeds)
+        return lower, upper
+
+
+FIG_3_MODELS = ("nmu", "nac_mul_nmu", "nac_mul_sigma", "nac_mul", "nalu")
+"""The models of Fig. 3, as presets."""
+
+FIG_3_HIDDEN_SIZES = (2, 3, 4, 5, 6, 7, 8, 9, 10)
+"""The hidden sizes of Fig. 3 (reference job script: 2 to 10, 50 seeds)."""
+
+FIG_3_RANGES = (
+    ("U[-2,-1]", "U[-6,-2]"),
+    ("U[-2,2]", "U[-6,-2] ∪ U[2,6]"),
+    ("U[0,1]", "U[1,5]"),
+    ("U[0.1,0.2]", "U[0.2,2]"),
+    ("U[1.1,1.2]", "U[1.2,6]"),
+    ("U[1,2]", "U[2,6]"),
+    ("U[10,20]", "U[20,40]"),
+)
+"""Fig. 3's (interpolation, extrapolation) range pairs (App. C.4), 50 seeds."""
+
+FIG_3_SEEDS = 50
+
+# Fig. 3, hidden-size panel, NMU on × (its Wilson bars solved back to counts:
+# some of the 50 seeds per point had not finished).
+FIG_3_HIDDEN_SIZE = {
+    ("nmu", 2): Count(31, 31, 1.42e6),
+    ("nmu", 4): Count(33, 36, 2.78e6),
+    ("nmu", 10): Count(24, 38, 3.46e6),
+}
+
+# App. C.4, the hidden-size ablation: the NMU as in Fig. 3, 50 seeds each.
+HIDDEN_SIZE_ABLATION = {
+    ("nmu", 2): Count(50, 50),
+    ("nmu", 4): Count(45, 50),
+    ("nmu", 10): Count(29, 50),
+}
+
+BASELINE_ALIASES = {"linear_bias": "linear", "relu_bias": "relu", "relu6_bias": "relu6"}
+"""Presets compared with another preset's published row: the reference code's
+Linear, ReLU and ReLU6 have biases (and the ReLUs He-uniform kernels); this
+package's `linear`, `relu`, `relu6` have neither, the `*_bias` presets have."""
+
+NOTES = {
+    ("table6", "gated_nau_nmu"): "Table 6's gated model is gated in both layers "
+    "(reference job script); this preset has an NAU first, as Table 5's",
+    ("table6", "linear"): "no biases; the reference code's Linear has them "
+    "(preset linear_bias)",
+    ("table6", "relu"): "no biases; the reference code's ReLU has them "
+    "(preset relu_bias)",
+    ("table6", "relu6"): "no biases; the reference code's ReLU6 has them "
+    "(preset relu6_bias)",
+}
+"""Known differences between a preset and the model behind the paper's row,
+by (table, preset); Table 2 shares Table 6's."""
+
+COMPARISON_COLUMNS = (
+    "n",
+    "success_rate",
+    "success_lower",
+    "success_upper",
+    "paper_success_rate",
+    "solved_at_median",
+    "paper_solved_at_median",
+    "sparsity_error_mean",
+)
+"""Summary columns printed beside the paper's, after the grouping columns."""
+
+
+def published_row(table: dict, operation: str, model: str) -> Published | None:
+    """The paper's row for `(operation, model)` in `table`, aliases followed."""
+    return table.get((operation, BASELINE_ALIASES.get(model, model)))
+
+
+def with_paper_columns(summary: pd.DataFrame) -> pd.DataFrame:
+    """Adds `paper_success_rate` and `paper_solved_at_median` by (op, model)."""
+    summary = summary.copy()
+    rows = [
+        published_row(TABLE_6, op, model)
+        for op, model in zip(summary["operation"], summary["model"])
+    ]
+    summary["paper_success_rate"] = [None if r is None else r.rate for r in rows]
+    summary["paper_solved_at_median"] = [
+        None if r is None else r.solved_at_median for r in rows
+    ]
+    return summary

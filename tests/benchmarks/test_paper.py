@@ -1,0 +1,189 @@
+"""benchmarks/paper.py: the plan, the verdicts, Fig. 3 read three ways, resuming."""
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+import paper  # noqa: E402
+import published  # noqa: E402
+
+from keras_nalu.experiments import ExperimentConfig  # noqa: E402
+from keras_nalu.sweeps.results import config_id, read_results  # noqa: E402
+
+TABLES = (published.TABLE_1, published.TABLE_5, published.TABLE_6)
+
+
+@pytest.mark.parametrize(
+    "key, row",
+    [(key, row) for table in TABLES for key, row in table.items()],
+    ids=str,
+)
+def test_the_papers_intervals_are_the_wilson_intervals_of_its_counts(key, row):
+    lower, upper = row.interval
+    printed_lower, printed_upper = row.printed_interval
+    assert abs(100 * lower - 100 * printed_lower) <= 0.5 + 1e-9
+    assert abs(100 * upper - 100 * printed_upper) <= 0.5 + 1e-9
+
+
+def test_the_papers_figure_3_counts():
+    count = published.FIG_3_HIDDEN_SIZE[("nmu", 4)]
+    assert (count.successes, count.seeds) == (33, 36)
+    assert count.interval[0] == pytest.approx(0.78, abs=0.01)
+    assert published.TABLE_2[("sub", "linear")].rate == 0.07
+    assert published.published_row(published.TABLE_6, "sub", "linear_bias").rate == 0.07
+
+
+def test_the_full_plan_counts_every_configuration_once(tmp_path):
+    groups = paper.sweep_groups(list(paper.PARTS))
+    assert [len(seeds) for seeds, _ in groups] == [100, 50]
+    # Tables 1, 2, 5, 6 (+ the three biased baselines): 3 + 11 + 6 + 84 rows,
+    # 91 distinct; Fig. 3: 45 + 35 points, 70 not already in the tables.
+    assert [len(configs) for _, configs in groups] == [91, 70]
+    text = paper.plan_text(groups, tmp_path / "results.csv", 1000, rate=4e4)
+    steps = 3 * 100 * 2e5 + 88 * 100 * 5e6 + 70 * 50 * 5e6
+    assert "configurations: 161, runs (config × seed): 12600" in text
+    assert f"seed-steps: {steps:.3e}" in text
+    assert f"still to train: {steps:.3e} seed-steps" in text
+    assert f"at 4e+04 seed-steps/s: {steps / 4e4 / 3600:.1f} h" in text
+
+
+def test_the_plan_leaves_out_finished_runs(tmp_path):
+    groups = paper.sweep_groups(["table1"], seeds="0-1", iterations=1000)
+    ((seeds, configs),) = groups
+    assert seeds == [0, 1] and {c.iterations for c in configs} == {1000}
+    path = tmp_path / "results.csv"
+    row = {"model": "nmu", "operation": "mul", "seed": 0, "success": True}
+    row.update(config_id=config_id(configs[-1]), solved_at=1, sparsity_error=0)
+    row.update(interpolation_mse=0, extrapolation_mse=0, iterations=1000)
+    written = read_results(path).reindex(columns=read_results(path).columns)
+    pd.concat([written, pd.DataFrame([row])]).to_csv(path, index=False)
+    text = paper.plan_text(groups, path, 1000, rate=1e3)
+    assert "still to train: 5.000e+03 seed-steps" in text  # 6 runs, 1 done
+
+
+def test_the_plan_takes_a_part_of_a_part():
+    ((seeds, configs),) = paper.sweep_groups(
+        ["fig3_hidden"], models=["nmu"], hidden_sizes=[4, 10]
+    )
+    assert seeds == list(range(50))
+    assert [(c.model, c.hidden_size, c.iterations) for c in configs] == [
+        ("nmu", 4, 5_000_000),
+        ("nmu", 10, 5_000_000),
+    ]
+
+
+@pytest.mark.parametrize(
+    "rate, interval, expected",
+    [
+        (0.5, (0.4, 0.6), "inside"),
+        (0.4, (0.4, 0.6), "inside"),
+        (0.6, (0.4, 0.6), "inside"),
+        (0.39, (0.4, 0.6), "below"),
+        (0.61, (0.4, 0.6), "above"),
+        (0.0, (0.0, 0.037), "inside"),
+        (0.5, None, "no paper number"),
+        (math.nan, (0.4, 0.6), "no paper number"),
+    ],
+)
+def test_the_verdict_places_our_rate_against_the_papers_interval(
+    rate, interval, expected
+):
+    assert paper.verdict(rate, interval) == expected
+
+
+def test_only_a_smaller_budget_explains_a_below():
+    assert paper.reason("below", 2_000_000, 5_000_000) == "budget: 2·10⁶ steps < 5·10⁶"
+    assert paper.reason("below", 5_000_000, 5_000_000) == ""
+    assert paper.reason("above", 50_000, 5_000_000) == ""
+    assert paper.reason("inside", 50_000, 5_000_000) == ""
+
+
+def _fig3_rows(budget):
+    config = ExperimentConfig(
+        model="nmu", operation="mul", hidden_size=4, iterations=budget
+    )
+    nan = math.nan
+    return pd.DataFrame(
+        {
+            "config_id": config_id(config),
+            "model": "nmu",
+            "operation": "mul",
+            "hidden_size": 4,
+            "interpolation_range": "U[1,2]",
+            "extrapolation_range": "U[2,6]",
+            "max_iterations": budget,
+            "seed": [0, 1, 2, 3],
+            # kept to the end; found and lost; never found; best step solved
+            # but lost by the end
+            "success": [True, False, False, True],
+            "solved_at": [1e6, 2e6, nan, 3e6],
+            "last_solved_at": [5e6, 3e6, nan, 4e6],
+            "final_success": [True, False, False, False],
+            "best_step": [5e6, 1e6, 4e6, 4e6],
+            "sparsity_error": [1e-6, 0.3, 0.4, 1e-5],
+            "wall_time": 100.0,
+            "replicas": 4,
+            "engine": "jax",
+            "device": "cpu",
+        }
+    )
+
+
+def test_the_hidden_size_panel_reads_success_three_ways():
+    (reading,) = paper.hidden_size_readings(_fig3_rows(5_000_000)).to_dict("records")
+    assert (reading["n"], reading["best_step"], reading["any_evaluation"]) == (4, 2, 3)
+    assert (reading["final_step"], reading["found_and_lost"]) == (1, 2)
+    assert reading["first_solved_median"] == 2e6
+    assert reading["last_solved_median"] == 4e6
+    assert (reading["paper"], reading["ablation"]) == ("33/36", "45/50")
+
+    old = _fig3_rows(5_000_000).assign(final_success=np.nan)  # before the column
+    (reading,) = paper.hidden_size_readings(old).to_dict("records")
+    assert math.isnan(reading["final_step"]) and math.isnan(reading["found_and_lost"])
+
+    seeds = paper.hidden_size_seeds(_fig3_rows(5_000_000))
+    assert list(seeds["last_solved_at"].fillna(0)) == [5e6, 3e6, 0, 4e6]
+
+
+def test_each_budget_is_a_row_with_its_verdict_and_reason():
+    rows = pd.concat([_fig3_rows(2_000_000), _fig3_rows(5_000_000)])
+    table = paper.comparison(rows, paper.PARTS["fig3_hidden"])
+    assert list(table["max_iterations"]) == [2_000_000, 5_000_000]
+    assert list(table["verdict"]) == ["below", "below"]  # 50 % vs [78 %, 97 %]
+    assert list(table["reason"]) == ["budget: 2·10⁶ steps < 5·10⁶", ""]
+    assert list(table["paper_rate"]) == [33 / 36] * 2
+    assert list(table["device"]) == ["jax/cpu"] * 2
+    text = paper.comparison_markdown(table, paper.PARTS["fig3_hidden"])
+    assert "| nmu | 4 | 2·10⁶ | 4 | 50% [15%, 85%] | 92% [78%, 97%] | below |" in text
+    missing = paper.still_to_run(rows, paper.PARTS["fig3_hidden"], ["nmu"])
+    assert missing == ["nmu, hidden size: 2, 3, 4, 5, 6, 7, 8, 9, 10"]
+
+
+def test_a_time_limit_stops_the_command_and_the_same_command_continues(
+    tmp_path, capsys
+):
+    def command(*extra):
+        argv = ["--full", "--only", "table1", "--models", "nmu", "--iterations"]
+        argv += ["2000", "--reuse", "", "--out", str(tmp_path)]
+        return paper.main([*argv, *extra])
+
+    command("--seeds", "0-1", "--time-limit", "0")
+    assert "Stopped at the time limit" in capsys.readouterr().out
+    results = tmp_path / "results.csv"
+    assert not results.exists() or read_results(results).empty
+    assert list((tmp_path / "results.csv.backup").glob("*.npz"))
+    groups = paper.sweep_groups(["table1"], "0-1", 2000, ["nmu"])
+    plan = paper.plan_text(groups, results, 1000, rate=1)
+    assert "still to train: 2.000e+03 seed-steps in 1 chunks" in plan  # 2 × 1,000
+    command("--seeds", "0-2")  # more seeds: the backup is continued
+    output = capsys.readouterr().out
+    assert "Stopped" not in output and "| mul | nmu | 2·10³ | 3 |" in output
+    assert not list((tmp_path / "results.csv.backup").glob("*.npz"))  # used up
+    assert sorted(read_results(results)["seed"]) == [0, 1, 2]
+    assert (tmp_path / "summary.md").read_text().startswith("## Table 1")

@@ -1,0 +1,160 @@
+"""Sweeps that stop at a time limit, resume backups cut otherwise, share devices."""
+
+import json
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from keras_nalu.experiments import ExperimentConfig
+from keras_nalu.sweeps import runner
+from keras_nalu.sweeps.engines import TimeLimitReached
+from keras_nalu.sweeps.replicas import ReplicaRun
+from keras_nalu.sweeps.results import read_results
+from keras_nalu.sweeps.runner import plan_sweep, run_sweep
+
+TIMING = ["wall_time", "iterations_per_second"]
+# The simple 10-parameter task: four inputs, so each step is cheap.
+CONFIG = ExperimentConfig(
+    model="nmu",
+    operation="mul",
+    task_name="simple",
+    input_size=4,
+    iterations=300,
+    eval_every=100,
+)
+
+
+def _sorted(table):
+    return table.sort_values(["config_id", "seed"]).reset_index(drop=True)
+
+
+def _backups(path):
+    return sorted(path.with_name(path.name + ".backup").glob("*.npz"))
+
+
+def test_a_time_limit_stops_after_a_backup_and_a_rerun_continues(tmp_path):
+    stopped = tmp_path / "stopped.csv"
+    first = run_sweep(
+        [CONFIG], "0-1", stopped, 2, progress=False, backup_every=600, time_limit=0
+    )
+    assert not first.complete and first.new_rows == 0
+    (backup,) = _backups(stopped)  # written at the limit, not after 600 s
+    assert json.loads(str(np.load(backup)["state"]))["step"] == 100
+
+    # More seeds, another chunk size: the backed-up chunk still comes first.
+    plan = plan_sweep([CONFIG], "0-2", stopped, chunk_size=3)
+    assert [chunk.seeds for chunk in plan] == [(0, 1), (2,)]
+    second = run_sweep([CONFIG], "0-2", stopped, 3, progress=False)
+    assert second.complete and second.new_rows == 3
+    assert not _backups(stopped)
+
+    reference = run_sweep(
+        [CONFIG], "0-2", tmp_path / "reference.csv", 2, progress=False
+    )
+    pd.testing.assert_frame_equal(
+        _sorted(read_results(stopped)).drop(columns=TIMING),
+        _sorted(read_results(reference.path)).drop(columns=TIMING),
+    )
+
+
+def test_no_chunk_starts_after_the_time_limit(tmp_path):
+    one_block = ExperimentConfig(
+        model="nau", input_size=10, iterations=100, eval_every=100
+    )
+    path = tmp_path / "results.csv"
+    outcome = run_sweep([one_block], "0-1", path, 1, progress=False, time_limit=0)
+    assert not outcome.complete and outcome.new_rows == 1  # the first chunk only
+    assert run_sweep([one_block], "0-1", path, 1, progress=False).new_rows == 1
+
+
+def test_a_time_limit_needs_backups_trained_here(tmp_path):
+    path = tmp_path / "results.csv"
+    with pytest.raises(ValueError, match="time_limit"):
+        run_sweep([CONFIG], "0", path, time_limit=-1)
+    with pytest.raises(ValueError, match="backups"):
+        run_sweep([CONFIG], "0", path, time_limit=10, backup_every=None)
+    with pytest.raises(ValueError, match="chunks_per_device"):
+        run_sweep([CONFIG], "0", path, chunks_per_device=0)
+    with pytest.raises(ValueError, match="ExperimentConfig"):
+        run_sweep(["nmu"], "0", path)
+
+
+def test_a_list_of_configs_groups_by_the_fields_it_varies(tmp_path):
+    configs = [
+        ExperimentConfig(model="nau", input_size=10, iterations=20, hidden_size=h)
+        for h in (2, 3)
+    ]
+    outcome = run_sweep(configs, "0", tmp_path / "results.csv", progress=False)
+    assert outcome.group_by == ("operation", "model", "hidden_size")
+    assert sorted(outcome.results["hidden_size"]) == [2, 3]
+
+
+def test_a_backup_from_before_task_name_restores(tmp_path):
+    config = ExperimentConfig(
+        model="nau", input_size=10, iterations=200, eval_every=100
+    )
+    run = ReplicaRun(config, [0])
+    run.train(progress=False, deadline=None)
+    path = tmp_path / "chunk.npz"
+    run.save_backup(path)
+    with np.load(path) as data:
+        arrays = {key: data[key] for key in data.files}
+    state = json.loads(str(arrays.pop("state")))
+    del state["config"]["task_name"]  # as written before the field existed
+    np.savez(path, state=np.array(json.dumps(state)), **arrays)
+    assert ReplicaRun(config, [0]).restore_backup(path)
+    other = ExperimentConfig(model="nau", input_size=10, iterations=300, eval_every=100)
+    with pytest.raises(ValueError, match="not a backup of this run"):
+        ReplicaRun(other, [0]).restore_backup(path)
+
+
+def test_chunks_sharing_a_device_stop_at_the_deadline(monkeypatch):
+    jax = pytest.importorskip("jax")
+    device = jax.devices()[0]
+    taken = []
+
+    def fake_chunk(chunk, on_steps, backup_of, backup_every, deadline=None):
+        taken.append(chunk)
+        time.sleep(0.05)  # both workers take a chunk before either returns
+        if chunk == "stops":
+            raise TimeLimitReached("stopped at its backup")
+        return [chunk]
+
+    monkeypatch.setattr(runner, "_train_one_chunk", fake_chunk)
+    written = []
+    with pytest.raises(TimeLimitReached):
+        runner._train_on_devices(
+            ["finishes", "stops", "later", "later"],
+            [device, device],
+            written.extend,
+            lambda steps: None,
+            None,
+            0.0,
+            deadline=time.monotonic() - 1,
+        )
+    assert sorted(taken) == ["finishes", "stops"]  # no chunk after the deadline
+    assert written == ["finishes"]  # a finished chunk's rows are kept
+
+    taken.clear()
+    written.clear()
+    chunks = ["a", "b", "c", "d", "e"]
+    runner._train_on_devices(
+        chunks, [device] * 2, written.extend, lambda steps: None, None, 0.0
+    )
+    assert sorted(written) == chunks
+
+
+def test_chunks_per_device_lists_each_device_that_many_times(monkeypatch):
+    jax = pytest.importorskip("jax")
+    import keras
+
+    seen = []
+    monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
+    monkeypatch.setattr(runner, "_local_devices", lambda: [])
+    monkeypatch.setattr(
+        runner, "_train_on_devices", lambda chunks, devices, *rest: seen.append(devices)
+    )
+    runner._local_backend(["a", "b"], None, None, chunks_per_device=3)
+    assert seen == [jax.devices()[:1] * 3]
