@@ -6,6 +6,10 @@ sparsity schedule; `build_model` turns it into a compiled Keras model plus the
 callbacks it trains with. Every field can be overridden per call.
 `build_sequence_model` makes the recurrent models (a preset's hidden unit as a
 recurrent cell, or an LSTM/GRU baseline).
+
+Why one module of about 670 lines: half of it is the preset table itself
+(data, one entry per model of the papers), and the builders below read only
+that table; apart, each half would import the other.
 """
 
 import dataclasses

@@ -21,7 +21,9 @@ up the chunk in training: running it again continues, so a long sweep fits
 into calls of a fixed length.
 
 The chunks themselves (`Chunk`, `plan_chunks`, `train_chunk`) live in
-`keras_nalu.sweeps.chunks`. This module also re-exports the names of
+`keras_nalu.sweeps.chunks`. Why about 610 lines: the backends (one process,
+several devices, Ray) and `run_sweep` share its callbacks for rows and
+progress. This module also re-exports the names of
 `chunks`, `grid` and `results`, its former contents, so that imports from
 `keras_nalu.sweeps.runner` keep working.
 """

@@ -1,6 +1,6 @@
 """The arithmetic task: an operation on sums of contiguous subsets of the input.
 
-Why one module of about 650 lines: it is one task, the subset-sum base that
+Why one module of about 690 lines: it is one task, the subset-sum base that
 the recurrent task shares (its checks, subsets, targets and data streams)
 and its static form `ArithmeticTask`.
 """
