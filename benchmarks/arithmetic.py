@@ -138,20 +138,7 @@ def main(argv=None) -> int:
             flush=True,
         )
     table = with_paper_columns(summarize(pd.read_csv(results)))
-    shown = table[
-        [
-            "operation",
-            "model",
-            "n",
-            "success_rate",
-            "success_lower",
-            "success_upper",
-            "paper_success_rate",
-            "solved_at_median",
-            "paper_solved_at_median",
-            "sparsity_error_mean",
-        ]
-    ]
+    shown = table[["operation", "model", *COMPARISON_COLUMNS]]
     markdown = shown.to_string(index=False)
     (out / "summary.md").write_text(markdown + "\n")
     print(markdown)
