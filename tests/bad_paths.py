@@ -24,7 +24,7 @@ def unwritable_folder(tmp_path: Path):
 
     A folder without write permission, or, where this process ignores
     permissions (root), a folder of a read-only system tree such as /sys;
-    skips the test where there is neither.
+    fails where there is neither (the refusal would go untested).
     """
     folder = tmp_path / "read-only"
     folder.mkdir()
@@ -37,7 +37,7 @@ def unwritable_folder(tmp_path: Path):
             if candidate.is_dir() and not _writable(candidate):
                 yield candidate
                 return
-        pytest.skip("no folder here refuses writes to this user")
+        pytest.fail("no folder here refuses writes to this user: nothing to test")
     finally:
         folder.chmod(stat.S_IRWXU)
 
