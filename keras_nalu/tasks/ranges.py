@@ -131,6 +131,11 @@ def _check_parts(parts, name: str) -> tuple[tuple[float, float], ...]:
     return parts
 
 
+#: A float32 draw in [0, 1) is a multiple of 2⁻²³, so a part U[l, h] is drawn
+#: on a grid of cells (h − l)·2⁻²³ wide.
+_CELL = np.float32(2.0**-23)
+
+
 def place_uniform(unit, scale, lows, highs, starts, boundaries, xp=np):
     """Maps numbers uniform in [0, 1) onto a range given as `Range.table`.
 
@@ -145,7 +150,8 @@ def place_uniform(unit, scale, lows, highs, starts, boundaries, xp=np):
         xp: the array module, NumPy or `jax.numpy`.
 
     Returns:
-        Values inside the range, of the shape of `unit`.
+        Values inside the range, of the shape of `unit`; never exactly 0 (see
+        `Range`).
     """
     position = unit * scale
     values = lows[..., 0] + (position - starts[..., 0])
@@ -158,7 +164,15 @@ def place_uniform(unit, scale, lows, highs, starts, boundaries, xp=np):
         low = xp.where(inside, lows[..., j], low)
         high = xp.where(inside, highs[..., j], high)
     # Rounding must not carry a value into a gap.
-    return xp.clip(values, low, high)
+    values = xp.clip(values, low, high)
+    cell = (high - low) * _CELL
+    return xp.where(values == 0, xp.where(high > 0, cell, -cell), values)
+
+
+def _never_zero(tf, values, low, high):
+    """`place_uniform`'s last step in TensorFlow: 0 becomes ±(h − l)·2⁻²³."""
+    cell = (high - low) * tf.constant(_CELL, values.dtype)
+    return tf.where(values == 0, tf.where(high > 0, cell, -cell), values)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,6 +185,13 @@ class Range:
     union is sampled with a uniform density. Parts are kept sorted by their
     lower bound, must be non-empty (`lower < upper`), finite and must not
     overlap (touching at one point is allowed).
+
+    A draw is never exactly 0: float32 draws lie on a grid, and on a range
+    holding 0 the grid point 0 would come once in 2²³ draws, a divisor of 0
+    and an infinite target on the division task (about one batch in
+    6·10⁴ on U[-2, 2] with batches of 128). A 0 becomes the next grid point
+    inside the part, ±(h − l)·2⁻²³. The papers draw in float64 (NumPy), where
+    0 has probability 0.
 
     Build one with `Range.parse`, which accepts every usual spelling and names
     the offending parameter in its error messages.
@@ -352,7 +373,8 @@ class Range:
             values = tf.random.stateless_uniform(
                 shape, seed, minval=lows[0], maxval=highs[0], dtype=dtype
             )
-            return tf.clip_by_value(values, lows[0], highs[0])
+            values = tf.clip_by_value(values, lows[0], highs[0])
+            return _never_zero(tf, values, lows[0], highs[0])
         # One uniform draw over the total width, mapped piecewise onto the
         # parts: the part is chosen with probability proportional to its width.
         widths = [hi - lo for lo, hi in self.parts]
@@ -367,7 +389,8 @@ class Range:
         )
         values = tf.gather(lows, part) + (position - tf.gather(starts, part))
         # Rounding must not carry a value into a gap.
-        return tf.clip_by_value(values, tf.gather(lows, part), tf.gather(highs, part))
+        low, high = tf.gather(lows, part), tf.gather(highs, part)
+        return _never_zero(tf, tf.clip_by_value(values, low, high), low, high)
 
     def contains(self, x) -> np.ndarray:
         """Elementwise membership in the closed parts, computed in NumPy.

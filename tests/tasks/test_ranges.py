@@ -199,3 +199,27 @@ def test_float32_bounds_of_inexact_decimals():
 def test_bad_seed_shape():
     with pytest.raises(ValueError, match="seed"):
         Range.parse("1,2").sample((3,), seed=(1, 2, 3))
+
+
+@pytest.mark.parametrize(
+    "text, unit, cell",
+    [
+        ("U[-2,2]", 0.5, 4 * 2.0**-23),  # 0 inside the range
+        ("U[0,1]", 0.0, 2.0**-23),  # 0 at its lower bound
+        ("U[-2,-1] ∪ U[0,1]", 0.5, 2.0**-23),  # at the lower bound of a part
+    ],
+)
+def test_a_draw_is_never_exactly_zero(text, unit, cell):
+    # The unit that lands on 0 lands on the next grid point inside the part.
+    value_range = Range.parse(text)
+    placed = value_range.place(np.array([unit], np.float32))
+    assert placed[0] == np.float32(cell) and value_range.contains(placed).all()
+    # Seed (20, 0) draws the unit 0.5 at element 818,766: TensorFlow's draw
+    # and NumPy's agree there too, and neither holds a 0.
+    from keras_nalu.tasks._philox import philox_uniform
+
+    shape, seed = (1 << 20,), (20, 0)
+    assert philox_uniform(shape, seed)[818_766] == np.float32(0.5)
+    numpy_draw = value_range.sample_numpy(shape, seed)
+    np.testing.assert_array_equal(numpy_draw, value_range.sample(shape, seed).numpy())
+    assert not (numpy_draw == 0).any() and value_range.contains(numpy_draw).all()
