@@ -274,7 +274,7 @@ def test_train_replicas_resumes_from_a_backup_and_then_deletes_it(tmp_path):
     assert_resumed_records(records, expected, 100, TIMING)
 
 
-def test_a_format_1_backup_restores_whole_and_is_saved_as_format_2(tmp_path):
+def test_a_format_1_backup_restores_whole_and_is_saved_as_format_2(tmp_path, capsys):
     """A backup of the earlier layout (every evaluation) continues exactly."""
     config = ExperimentConfig(
         model="nmu", operation="mul", input_size=10, iterations=600, eval_every=100
@@ -288,6 +288,8 @@ def test_a_format_1_backup_restores_whole_and_is_saved_as_format_2(tmp_path):
     as_format_1(backup, killed)
     assert load_backup_state(backup)[0]["format"] == 1
     records = read_backup(backup)
+    assert cli.main(["progress", str(backup), "--brief"]) == 0
+    assert "run.npz: nmu mul, step 400 of 600" in capsys.readouterr().out
     resumed = _FaultyRun(config, [0, 1, 2])
     assert resumed.restore_backup(backup)
     fields = ["success", "solved_at", "best_step", "interpolation_mse"]

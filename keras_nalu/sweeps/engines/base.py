@@ -24,7 +24,7 @@ Per replica, everything follows `run_experiment` with that replica's config:
 - divergence: a replica whose loss or weights stop being finite is frozen at
   its last finite state and recorded as diverged; the others never see it.
 
-Why one module of about 870 lines: it is one class, `ReplicaRun`, whose
+Why one module of about 910 lines: it is one class, `ReplicaRun`, whose
 setup, loop, evaluation and records share one state (as Keras' `Trainer`
 is one file), plus `train_replicas` and `train_batched`, which run it.
 
@@ -314,7 +314,7 @@ class ReplicaRun:
     def _setup(self, configs, single, history: bool) -> None:
         if not isinstance(history, bool):
             raise ValueError(
-                f"ReplicaRun expects history to be True or False. "
+                "ReplicaRun expects history to be True or False. "
                 f"Received: history={history!r}"
             )
         self.configs = _check_configs(configs)
