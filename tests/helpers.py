@@ -23,3 +23,67 @@ def run_in_fresh_python(code: str, *args, timeout: float = 300) -> str:
         f"fresh process failed ({completed.returncode}):\n{completed.stderr[-4000:]}"
     )
     return completed.stdout
+
+
+def load_backup_state(source) -> tuple[dict, dict]:
+    """A sweep backup's JSON state and its other arrays, in either layout.
+
+    `source` is a path or a binary file object; format 2 stores the JSON as
+    UTF-8 bytes, format 1 as a NumPy unicode string.
+    """
+    import json
+
+    import numpy as np
+
+    with np.load(source, allow_pickle=False) as data:
+        arrays = {name: data[name] for name in data.files}
+    stored = arrays.pop("state")
+    text = str(stored) if stored.dtype.kind == "U" else stored.tobytes().decode()
+    return json.loads(text), arrays
+
+
+def save_backup_state(target, state: dict, arrays: dict) -> None:
+    """Writes a backup of `state` and `arrays` in the layout of `state["format"]`."""
+    import json
+
+    import numpy as np
+
+    text = json.dumps(state)
+    if state.get("format") == 1:
+        stored = np.array(text)
+    else:
+        stored = np.frombuffer(text.encode(), np.uint8)
+    np.savez(target, state=stored, **arrays)
+
+
+def as_format_1(path, run) -> None:
+    """Rewrites `run`'s backup at `path` in format 1, which held every evaluation.
+
+    `run` must have kept its whole history (as every run did before format 2).
+    """
+    state, arrays = load_backup_state(path)
+    del state["summaries"]
+    state["format"] = 1
+    state["evaluations"] = [record["history"] for record in run.results()]
+    save_backup_state(path, state, arrays)
+
+
+def assert_resumed_records(resumed, whole, step: int, ignore=()) -> None:
+    """Records of a run resumed from a backup at `step` and of one never stopped.
+
+    Equal but for the fields in `ignore` (timing), except that the resumed
+    run's `history` starts after `step`: a backup holds each replica's
+    `EvaluationSummary`, not its evaluations. Compared as JSON, so that NaN
+    equals NaN.
+    """
+    import json
+
+    def plain(records):
+        omit = ("history", *ignore)
+        kept = [{k: v for k, v in r.items() if k not in omit} for r in records]
+        return json.dumps(kept, sort_keys=True)
+
+    assert plain(resumed) == plain(whole)
+    for a, b in zip(resumed, whole, strict=True):
+        after = [h for h in b["history"] if h[0] > step]
+        assert json.dumps(a["history"]) == json.dumps(after)

@@ -40,6 +40,7 @@ from keras_nalu.sweeps.results import (
 )
 from keras_nalu.sweeps.summary import REQUIRED_COLUMNS, load_results
 from keras_nalu.tasks import ArithmeticTask, Range
+from tests.helpers import as_format_1, load_backup_state, save_backup_state
 
 settings.register_profile(
     "default",
@@ -399,14 +400,28 @@ def test_a_mutated_sweep_file_is_read_or_refused_untouched(
 
 
 @pytest.fixture(scope="module")
-def backup(tmp_path_factory):
-    """A real backup of a trained two-seed chunk, and a fresh run to restore."""
+def backups(tmp_path_factory):
+    """A real backup of a trained two-seed chunk, as bytes, by its format.
+
+    Format 2 is `save_backup`'s; format 1 (every evaluation) is still read
+    and restored.
+    """
     config = ExperimentConfig(model="nau", input_size=10, iterations=100, eval_every=50)
     run = ReplicaRun(config, seeds=[0, 1])
     run.train(progress=False)
     path = tmp_path_factory.mktemp("backup") / "chunk.npz"
     run.save_backup(path)
-    return ReplicaRun(config, seeds=[0, 1]), path.read_bytes()
+    contents = {2: path.read_bytes()}
+    as_format_1(path, run)
+    contents[1] = path.read_bytes()
+    return config, contents
+
+
+@pytest.fixture(scope="module", params=[2, 1], ids=["format2", "format1"])
+def backup(request, backups):
+    """A backup in one format, and a fresh run to restore."""
+    config, contents = backups
+    return ReplicaRun(config, seeds=[0, 1]), contents[request.param]
 
 
 def restored_or_refused(run, path):
@@ -424,11 +439,18 @@ def test_an_empty_backup_is_one_clear_error(tmp_path, backup):
     restored_or_refused(run, path)
 
 
-@pytest.mark.parametrize("key", ["step", "evaluations"])
+@pytest.mark.parametrize("key", ["step", "verdicts"])
 def test_a_backup_state_without_a_key_is_one_clear_error(tmp_path, backup, key):
     run, content = backup
+
+    def drop(state):
+        if key == "verdicts":  # what each format judges its seeds from
+            state["evaluations" if state["format"] == 1 else "summaries"] = None
+        else:
+            state[key] = None
+
     path = tmp_path / "chunk.npz"
-    path.write_bytes(with_state(content, lambda state: state.update({key: None})))
+    path.write_bytes(with_state(content, drop))
     assert one_clear_error(read_backup, path) is None
     restored_or_refused(run, path)
 
@@ -448,19 +470,19 @@ def test_a_mutated_backup_is_read_or_one_clear_error(tmp_path, backup, data):
 
 
 def with_state(content: bytes, change) -> bytes:
-    """The backup `content` with its JSON state changed by `change(state)`."""
-    with np.load(io.BytesIO(content), allow_pickle=False) as data:
-        arrays = {name: data[name] for name in data.files}
-    state = json.loads(str(arrays["state"]))
+    """The backup `content` with its JSON state changed by `change(state)`.
+
+    The state is written back in the layout of the format it then names.
+    """
+    state, arrays = load_backup_state(io.BytesIO(content))
     change(state)
-    arrays["state"] = np.array(json.dumps(state))
     buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
+    save_backup_state(buffer, state, arrays)
     return buffer.getvalue()
 
 
 STATE_KEYS = ["format", "config", "seeds", "step", "evaluations", "loss_diverged"]
-STATE_KEYS += ["iterations", "active", "wall_time"]
+STATE_KEYS += ["iterations", "active", "wall_time", "summaries"]
 state_values = st.recursive(
     st.none() | st.booleans() | st.integers(-3, 3) | st.floats() | st.text(max_size=4),
     lambda children: (
@@ -497,6 +519,70 @@ def test_a_backup_with_a_damaged_state_is_read_or_one_clear_error(
     one_clear_error(read_backup, path)
     restored_or_refused(run, path)
     assert path.read_bytes() == damaged
+
+
+SUMMARY_DAMAGE = {
+    "not a list": lambda s: s.update(summaries={}),
+    "one replica short": lambda s: s["summaries"].pop(),
+    "a missing field": lambda s: s["summaries"][0].pop("best"),
+    "an extra field": lambda s: s["summaries"][0].update(extra=1),
+    "a negative count": lambda s: s["summaries"][0].update(evaluations=-1),
+    "a float count": lambda s: s["summaries"][0].update(evaluations=2.0),
+    "no last evaluation": lambda s: s["summaries"][0].update(last=None),
+    "a short best": lambda s: s["summaries"][0].update(best=[0, 1.0]),
+    "a text MSE": lambda s: s["summaries"][1]["last"].__setitem__(1, "x"),
+    "a float solved step": lambda s: s["summaries"][0].update(solved_at=1.5),
+    "a bool flag as text": lambda s: s["summaries"][0].update(nonfinite="no"),
+    "a NaN threshold": lambda s: s["summaries"][0].update(threshold=math.nan),
+    "a huge threshold": lambda s: s["summaries"][0].update(threshold=10**400),
+    "a negative threshold": lambda s: s["summaries"][1].update(threshold=-1.0),
+    "evaluations, no summaries": lambda s: s.update(
+        evaluations=[[], []], summaries=None
+    ),
+    "format 3": lambda s: s.update(format=3),
+}
+
+
+def test_a_damaged_format_2_backup_is_one_clear_error(tmp_path, backups):
+    config, contents = backups
+    run = ReplicaRun(config, seeds=[0, 1])
+    path = tmp_path / "chunk.npz"
+    for name, change in SUMMARY_DAMAGE.items():
+        path.write_bytes(with_state(contents[2], change))
+        assert one_clear_error(read_backup, path) is None, name
+        with pytest.raises(ValueError, match="delete it"):
+            run.restore_backup(path)
+        assert run.step == 0, name
+    # The JSON stored otherwise than as UTF-8 bytes in a 1-D uint8 array.
+    state, arrays = load_backup_state(io.BytesIO(contents[2]))
+    text = json.dumps(state).encode()
+    for stored in [
+        np.frombuffer(text, np.uint8).astype(np.float64),
+        np.frombuffer(text, np.uint8).reshape(1, -1),
+        np.frombuffer(b"\xff\xfe" + text, np.uint8),
+    ]:
+        np.savez(path, state=stored, **arrays)
+        with pytest.raises(ValueError, match="not a readable sweep backup"):
+            read_backup(path)
+        with pytest.raises(ValueError, match="delete it"):
+            run.restore_backup(path)
+
+
+def test_a_backup_judged_against_another_threshold_is_refused(tmp_path, backups):
+    """A summary's solved steps hold only for the threshold they were taken at."""
+    config, contents = backups
+
+    def other_threshold(state):
+        for summary in state["summaries"]:
+            summary["threshold"] *= 2
+
+    path = tmp_path / "chunk.npz"
+    path.write_bytes(with_state(contents[2], other_threshold))
+    run = ReplicaRun(config, seeds=[0, 1])
+    with pytest.raises(ValueError, match="judged its evaluations against threshold"):
+        run.restore_backup(path)
+    assert run.step == 0
+    assert [r["threshold"] for r in read_backup(path)] == list(run.thresholds * 2)
 
 
 def test_the_backup_fixture_is_a_readable_backup(tmp_path, backup):

@@ -7,6 +7,7 @@ from keras_nalu.evaluation.sparsity import (
 )
 from keras_nalu.evaluation.success import (
     Evaluation,
+    EvaluationSummary,
     SuccessCriterion,
     summarize_evaluations,
 )
@@ -22,6 +23,7 @@ from keras_nalu.evaluation.thresholds import (
 __all__ = [
     "EPSILON",
     "Evaluation",
+    "EvaluationSummary",
     "SuccessCriterion",
     "effective_weights",
     "is_single_module_task",

@@ -22,6 +22,191 @@ class Evaluation:
     sparsity_error: float
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _evaluation_from(value, name: str) -> Evaluation | None:
+    """An `Evaluation` from its `[step, interpolation, extrapolation, sparsity]`."""
+    if value is None:
+        return None
+    valid = (
+        isinstance(value, list | tuple)
+        and len(value) == 4
+        and _is_int(value[0])
+        and all(
+            isinstance(v, int | float) and not isinstance(v, bool) for v in value[1:]
+        )
+    )
+    if not valid:
+        raise ValueError(
+            "EvaluationSummary expects "
+            f"{name} to be null or [step, interpolation_mse, extrapolation_mse, "
+            f"sparsity_error]. Received: {name}={value!r}"
+        )
+    return Evaluation(int(value[0]), *(float(v) for v in value[1:]))
+
+
+class EvaluationSummary:
+    """A run's evaluations folded into what its verdict needs, at constant size.
+
+    `update` takes the evaluations one at a time, in order; `result` gives
+    exactly `summarize_evaluations` of the list so far (which is this fold),
+    while the summary keeps only the count, the best-validation evaluation,
+    the last evaluation, the first and last solved steps and whether an MSE
+    was ever non-finite. A run of 5,000 evaluations thus needs no list of
+    them to be judged, and its backup (`ReplicaRun.save_backup`) stores the
+    summary (`get_config`) instead.
+
+    The rules (Madsen & Johansen (2020), §4.1.1):
+
+    - best step: the evaluation with the lowest finite interpolation
+      (validation) MSE, the first of equal minima;
+    - success: the extrapolation MSE at the best step is below `threshold`,
+      and the run has not diverged;
+    - solved at / last solved at: the first / last step whose MSEs are
+      finite and whose extrapolation MSE is below `threshold`;
+    - final success: the last evaluation's interpolation MSE is finite and
+      its extrapolation MSE below `threshold`;
+    - diverged: an evaluation with a non-finite MSE, or `loss_diverged`.
+
+    Args:
+        threshold: the ε-threshold (see `success_threshold`), `>= 0`.
+
+    Example:
+
+    >>> from keras_nalu.evaluation import Evaluation, EvaluationSummary
+    >>> summary = EvaluationSummary(threshold=1.0)
+    >>> for point in [(0, 5.0, 50.0), (1000, 0.2, 0.5), (2000, 0.3, 3.0)]:
+    ...     summary.update(Evaluation(*point, sparsity_error=0.0))
+    >>> verdict = summary.result()
+    >>> summary.evaluations, verdict["success"], verdict["best_step"]
+    (3, True, 1000)
+    >>> verdict["last_solved_at"], verdict["final_success"]
+    (1000, False)
+    """
+
+    def __init__(self, threshold: float):
+        self.threshold = check_non_negative("EvaluationSummary", "threshold", threshold)
+        self.evaluations = 0
+        self.nonfinite = False
+        self.best: Evaluation | None = None
+        self.last: Evaluation | None = None
+        self.solved_at: int | None = None
+        self.last_solved_at: int | None = None
+
+    def update(self, evaluation: Evaluation) -> None:
+        """Adds the next evaluation of the run."""
+        self.evaluations += 1
+        self.last = evaluation
+        interpolation = evaluation.interpolation_mse
+        if not (
+            math.isfinite(interpolation) and math.isfinite(evaluation.extrapolation_mse)
+        ):
+            self.nonfinite = True  # neither "best" nor solved
+            return
+        if self.best is None or interpolation < self.best.interpolation_mse:
+            self.best = evaluation
+        if evaluation.extrapolation_mse < self.threshold:
+            if self.solved_at is None:
+                self.solved_at = evaluation.step
+            self.last_solved_at = evaluation.step
+
+    def result(self, loss_diverged: bool = False) -> dict:
+        """The verdict of the evaluations so far (see `summarize_evaluations`).
+
+        Args:
+            loss_diverged: the run stopped because its training loss stopped
+                being finite (it has then diverged, never succeeded).
+        """
+        diverged = bool(loss_diverged) or self.nonfinite
+        last = self.last
+        final_success = bool(
+            last is not None
+            and math.isfinite(last.interpolation_mse)
+            and last.extrapolation_mse < self.threshold
+        )
+        best = self.best
+        return {
+            "success": best is not None
+            and bool(best.extrapolation_mse < self.threshold)
+            and not diverged,
+            "solved_at": self.solved_at,
+            "best_step": None if best is None else best.step,
+            "interpolation_mse": math.nan if best is None else best.interpolation_mse,
+            "extrapolation_mse": math.nan if best is None else best.extrapolation_mse,
+            "sparsity_error": math.nan if best is None else best.sparsity_error,
+            "diverged": diverged,
+            "last_solved_at": self.last_solved_at,
+            "final_success": final_success,
+        }
+
+    def get_config(self) -> dict:
+        """The summary as JSON-native values (`from_config` reads it back)."""
+        return {
+            "threshold": self.threshold,
+            "evaluations": self.evaluations,
+            "nonfinite": self.nonfinite,
+            "best": None if self.best is None else list(dataclasses.astuple(self.best)),
+            "last": None if self.last is None else list(dataclasses.astuple(self.last)),
+            "solved_at": self.solved_at,
+            "last_solved_at": self.last_solved_at,
+        }
+
+    @classmethod
+    def from_config(cls, config: dict) -> "EvaluationSummary":
+        """The summary `get_config` described.
+
+        Raises:
+            ValueError: `config` lacks a field, has another, or holds a value
+                of the wrong type (the message names it).
+        """
+        fields = {
+            "threshold",
+            "evaluations",
+            "nonfinite",
+            "best",
+            "last",
+            "solved_at",
+            "last_solved_at",
+        }
+        if not isinstance(config, dict) or set(config) != fields:
+            raise ValueError(
+                f"EvaluationSummary.from_config expects a dict of {sorted(fields)}. "
+                f"Received: {config!r}"
+            )
+        summary = cls(config["threshold"])
+        count = config["evaluations"]
+        if not (_is_int(count) and count >= 0):
+            raise ValueError(
+                "EvaluationSummary expects evaluations to be an integer >= 0. "
+                f"Received: evaluations={count!r}"
+            )
+        if not isinstance(config["nonfinite"], bool):
+            raise ValueError(
+                "EvaluationSummary expects nonfinite to be a bool. "
+                f"Received: nonfinite={config['nonfinite']!r}"
+            )
+        for name in ("solved_at", "last_solved_at"):
+            if not (config[name] is None or _is_int(config[name])):
+                raise ValueError(
+                    f"EvaluationSummary expects {name} to be null or an integer. "
+                    f"Received: {name}={config[name]!r}"
+                )
+        summary.evaluations = count
+        summary.nonfinite = config["nonfinite"]
+        summary.best = _evaluation_from(config["best"], "best")
+        summary.last = _evaluation_from(config["last"], "last")
+        summary.solved_at = config["solved_at"]
+        summary.last_solved_at = config["last_solved_at"]
+        if (summary.last is None) != (count == 0):
+            raise ValueError(
+                "EvaluationSummary expects a last evaluation exactly when it has "
+                f"evaluations. Received: evaluations={count}, last={config['last']!r}"
+            )
+        return summary
+
+
 def summarize_evaluations(
     evaluations, threshold: float, *, loss_diverged: bool = False
 ) -> dict:
@@ -38,48 +223,13 @@ def summarize_evaluations(
       stopped because its training loss stopped being finite).
 
     NaN never counts as success: a non-finite MSE is neither "best" nor below
-    the threshold, and a diverged run has failed.
+    the threshold, and a diverged run has failed. This is `EvaluationSummary`
+    folded over `evaluations` (the first of equal minima is "best").
     """
-    finite = [
-        e
-        for e in evaluations
-        if math.isfinite(e.interpolation_mse) and math.isfinite(e.extrapolation_mse)
-    ]
-    diverged = loss_diverged or len(finite) < len(evaluations)
-    solved = [e.step for e in finite if e.extrapolation_mse < threshold]
-    solved_at = solved[0] if solved else None
-    last = evaluations[-1] if evaluations else None
-    final_success = bool(
-        last is not None
-        and math.isfinite(last.interpolation_mse)
-        and last.extrapolation_mse < threshold
-    )
-    later = {
-        "last_solved_at": solved[-1] if solved else None,
-        "final_success": final_success,
-    }
-    if not finite:
-        return {
-            "success": False,
-            "solved_at": None,
-            "best_step": None,
-            "interpolation_mse": math.nan,
-            "extrapolation_mse": math.nan,
-            "sparsity_error": math.nan,
-            "diverged": diverged,
-            **later,
-        }
-    best = min(finite, key=lambda e: e.interpolation_mse)
-    return {
-        "success": bool(best.extrapolation_mse < threshold) and not diverged,
-        "solved_at": solved_at,
-        "best_step": best.step,
-        "interpolation_mse": best.interpolation_mse,
-        "extrapolation_mse": best.extrapolation_mse,
-        "sparsity_error": best.sparsity_error,
-        "diverged": diverged,
-        **later,
-    }
+    summary = EvaluationSummary(threshold)
+    for evaluation in evaluations:
+        summary.update(evaluation)
+    return summary.result(loss_diverged=loss_diverged)
 
 
 @export

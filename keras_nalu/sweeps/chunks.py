@@ -224,6 +224,7 @@ def train_chunk(
             "backup": backup,
             "backup_every": backup_every,
             "deadline": deadline,
+            "history": False,  # the rows hold the verdicts, not the evaluations
         }
         if chunk.more:
             records = train_batched(chunk.runs, **options)

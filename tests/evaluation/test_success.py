@@ -1,12 +1,16 @@
+import json
 import math
 
 import keras
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import keras_nalu
 from keras_nalu.evaluation import (
     Evaluation,
+    EvaluationSummary,
     SuccessCriterion,
     sparsity_error,
     summarize_evaluations,
@@ -141,3 +145,110 @@ def test_invalid_arguments_name_the_argument():
         SuccessCriterion(data, data, 1.0, eval_every=0)
     with pytest.raises(ValueError, match="threshold=-1"):
         SuccessCriterion(data, data, -1.0)
+
+
+# -- the running summary --------------------------------------------------------
+
+
+def _listed_verdict(evaluations, threshold, loss_diverged=False):
+    """The verdict taken from the whole list, written independently of the fold."""
+    finite = [
+        e
+        for e in evaluations
+        if math.isfinite(e.interpolation_mse) and math.isfinite(e.extrapolation_mse)
+    ]
+    diverged = loss_diverged or len(finite) < len(evaluations)
+    solved = [e.step for e in finite if e.extrapolation_mse < threshold]
+    last = evaluations[-1] if evaluations else None
+    best = min(finite, key=lambda e: e.interpolation_mse) if finite else None
+    return {
+        "success": best is not None
+        and bool(best.extrapolation_mse < threshold)
+        and not diverged,
+        "solved_at": solved[0] if solved else None,
+        "best_step": best.step if best else None,
+        "interpolation_mse": best.interpolation_mse if best else math.nan,
+        "extrapolation_mse": best.extrapolation_mse if best else math.nan,
+        "sparsity_error": best.sparsity_error if best else math.nan,
+        "diverged": diverged,
+        "last_solved_at": solved[-1] if solved else None,
+        "final_success": bool(
+            last is not None
+            and math.isfinite(last.interpolation_mse)
+            and last.extrapolation_mse < threshold
+        ),
+    }
+
+
+# Few distinct values, so that ties, NaN and infinities are common.
+_mse = st.sampled_from([0.0, -0.0, 0.5, 1.0, 2.0, math.nan, math.inf, -math.inf])
+_evaluations = st.lists(
+    st.builds(
+        Evaluation,
+        step=st.integers(0, 10**7),
+        interpolation_mse=_mse,
+        extrapolation_mse=_mse | st.floats(allow_nan=True, allow_infinity=True),
+        sparsity_error=st.floats(0, 0.5) | st.just(math.nan),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    _evaluations,
+    st.sampled_from([0.0, 0.5, 1.0, 3.0]),
+    st.booleans(),
+    st.integers(0, 12),
+)
+def test_the_running_summary_equals_the_listed_verdict(
+    evaluations, threshold, loss_diverged, cut
+):
+    """Folded one by one, and saved and restored midway as a backup does."""
+    expected = json.dumps(_listed_verdict(evaluations, threshold, loss_diverged))
+    assert (
+        json.dumps(
+            summarize_evaluations(evaluations, threshold, loss_diverged=loss_diverged)
+        )
+        == expected
+    )
+    summary = EvaluationSummary(threshold)
+    for evaluation in evaluations[:cut]:
+        summary.update(evaluation)
+    config = json.loads(json.dumps(summary.get_config()))
+    summary = EvaluationSummary.from_config(config)
+    for evaluation in evaluations[cut:]:
+        summary.update(evaluation)
+    assert json.dumps(summary.result(loss_diverged=loss_diverged)) == expected
+    assert summary.evaluations == len(evaluations)
+
+
+def test_the_first_of_equal_minima_is_best():
+    evaluations = _scripted([(0, 1.0, 5.0), (1000, 0.5, 5.0), (2000, 0.5, 0.1)])
+    assert summarize_evaluations(evaluations, threshold=1.0)["best_step"] == 1000
+    assert summarize_evaluations([], threshold=1.0)["best_step"] is None
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"threshold": -1.0}, "threshold"),
+        ({"evaluations": -1}, "evaluations"),
+        ({"evaluations": True}, "evaluations"),
+        ({"nonfinite": 0}, "nonfinite"),
+        ({"best": [0, 1.0, 2.0]}, "best"),
+        ({"last": [0.5, 1.0, 2.0, 0.0]}, "last"),
+        ({"last": None}, "last evaluation exactly when"),
+        ({"solved_at": 1.0}, "solved_at"),
+        ({"extra": 1}, "a dict of"),
+    ],
+)
+def test_a_bad_summary_config_is_one_clear_error(change, message):
+    summary = EvaluationSummary(threshold=1.0)
+    summary.update(Evaluation(0, 0.5, 0.5, 0.0))
+    config = {**summary.get_config(), **change}
+    with pytest.raises(ValueError, match=message):
+        EvaluationSummary.from_config(config)
+    assert EvaluationSummary.from_config(summary.get_config()).result() == (
+        summary.result()
+    )

@@ -20,6 +20,7 @@ from keras_nalu.sweeps.replicas import (
     train_batched,
     train_replicas,
 )
+from tests.helpers import assert_resumed_records, load_backup_state, save_backup_state
 
 pytestmark = pytest.mark.skipif(
     keras.backend.backend() != "jax", reason="the JAX engine runs on the JAX backend"
@@ -36,10 +37,12 @@ def _config(**changes):
     return ExperimentConfig(**{**fields, **changes})
 
 
+TIMING = ("wall_time", "iterations_per_second", "replicas")
+
+
 def _without_timing(records):
     """The records minus wall time, as JSON (so that NaN equals NaN)."""
-    timing = ("wall_time", "iterations_per_second", "replicas")
-    kept = [{k: v for k, v in r.items() if k not in timing} for r in records]
+    kept = [{k: v for k, v in r.items() if k not in TIMING} for r in records]
     return json.dumps(kept, sort_keys=True)
 
 
@@ -201,7 +204,7 @@ def test_a_killed_run_continues_from_its_backup_to_the_same_records(tmp_path):
     assert resumed.step == 400
     resumed.train(progress=False)
     assert resumed.results()[1]["diverged"]
-    assert _without_timing(resumed.results()) == _without_timing(whole.results())
+    assert_resumed_records(resumed.results(), whole.results(), 400, TIMING)
     for r in range(3):
         for a, b in zip(resumed.weights(r), whole.weights(r)):
             np.testing.assert_array_equal(a, b)
@@ -221,9 +224,7 @@ def test_a_backup_of_a_batched_run_resumes_and_reads(tmp_path):
     assert [r["operation"] for r in read_backup(backup)] == ["mul", "add"]
     records = train_batched(configs, progress=False, backup=backup)
     assert not backup.exists()
-    assert _without_timing(records) == _without_timing(
-        train_batched(configs, progress=False)
-    )
+    assert_resumed_records(records, train_batched(configs, progress=False), 200, TIMING)
     ReplicaRun(configs[0], [0]).save_backup(backup)  # one config, one seed
     with pytest.raises(ValueError, match="not a backup of this run"):
         ReplicaRun.batched(configs).restore_backup(backup)
@@ -235,11 +236,9 @@ def test_a_tensorflow_backup_is_refused(tmp_path):
     run = ReplicaRun(config, [0, 1])
     run.save_backup(backup)
     # Rewrite it as the TensorFlow engine writes its backups (no engine key).
-    with np.load(backup) as data:
-        arrays = dict(data)
-    state = json.loads(str(arrays.pop("state")))
+    state, arrays = load_backup_state(backup)
     del state["engine"]
-    np.savez(backup, state=np.array(json.dumps(state)), **arrays)
+    save_backup_state(backup, state, arrays)
     with pytest.raises(ValueError, match="not a backup of this run"):
         ReplicaRun(config, [0, 1]).restore_backup(backup)
 

@@ -11,6 +11,7 @@ import tensorflow as tf
 from keras_nalu import cli
 from keras_nalu.experiments import ExperimentConfig, run_experiment
 from keras_nalu.sweeps.replicas import ReplicaRun, read_backup, train_replicas
+from tests.helpers import as_format_1, assert_resumed_records, load_backup_state
 
 pytestmark = pytest.mark.skipif(
     keras.backend.backend() != "tensorflow",
@@ -205,9 +206,12 @@ def _kill_after(steps):
     return progress
 
 
-def _without_timing(records):
-    """The records minus wall time, as JSON (so that NaN equals NaN)."""
-    timing = ("wall_time", "iterations_per_second")
+TIMING = ("wall_time", "iterations_per_second")
+
+
+def _without_timing(records, omit=()):
+    """The records minus wall time (and `omit`), as JSON (so that NaN equals NaN)."""
+    timing = (*TIMING, *omit)
     kept = [{k: v for k, v in r.items() if k not in timing} for r in records]
     return json.dumps(kept, sort_keys=True)
 
@@ -241,7 +245,10 @@ def test_a_killed_run_continues_from_its_backup_to_the_same_records(tmp_path):
     assert reported == [400, 100, 100]  # first the steps it starts from
 
     assert resumed.results()[1]["diverged"]
-    assert _without_timing(resumed.results()) == _without_timing(whole.results())
+    assert_resumed_records(resumed.results(), whole.results(), 400, TIMING)
+    assert all(
+        r["evaluations"] > len(r["history"]) for r in resumed.results()
+    )  # counted whole, listed from the restore on
     for r in range(3):
         for a, b in zip(resumed.weights(r), whole.weights(r)):
             np.testing.assert_array_equal(a, b)
@@ -264,7 +271,82 @@ def test_train_replicas_resumes_from_a_backup_and_then_deletes_it(tmp_path):
     assert reported[0] == 100
     assert not backup.exists()
     expected = train_replicas(config, [3, 4], progress=False)
-    assert _without_timing(records) == _without_timing(expected)
+    assert_resumed_records(records, expected, 100, TIMING)
+
+
+def test_a_format_1_backup_restores_whole_and_is_saved_as_format_2(tmp_path, capsys):
+    """A backup of the earlier layout (every evaluation) continues exactly."""
+    config = ExperimentConfig(
+        model="nmu", operation="mul", input_size=10, iterations=600, eval_every=100
+    )
+    whole = _FaultyRun(config, [0, 1, 2])
+    whole.train(progress=False)
+    backup = tmp_path / "run.npz"
+    killed = _FaultyRun(config, [0, 1, 2])
+    with pytest.raises(_Killed):
+        killed.train(progress=_kill_after(400), backup=backup, backup_every=0)
+    as_format_1(backup, killed)
+    assert load_backup_state(backup)[0]["format"] == 1
+    records = read_backup(backup)
+    assert cli.main(["progress", str(backup), "--brief"]) == 0
+    assert "run.npz: nmu mul, step 400 of 600" in capsys.readouterr().out
+    resumed = _FaultyRun(config, [0, 1, 2])
+    assert resumed.restore_backup(backup)
+    fields = ["success", "solved_at", "best_step", "interpolation_mse"]
+    fields += ["extrapolation_mse", "sparsity_error", "diverged", "threshold"]
+    fields += ["last_solved_at", "final_success"]
+    assert json.dumps([{k: r[k] for k in fields} for r in records]) == json.dumps(
+        [{k: r[k] for k in fields} for r in resumed.results()]
+    )
+    resumed.train(progress=False, backup=backup, backup_every=0)
+    # Its evaluations came with it: the records equal, history included.
+    assert _without_timing(resumed.results()) == _without_timing(whole.results())
+    state, _ = load_backup_state(backup)  # the next backup is of format 2
+    assert state["format"] == 2 and "evaluations" not in state
+    assert np.load(backup)["state"].dtype == np.uint8
+
+
+def test_a_run_without_history_gives_the_same_verdicts(tmp_path):
+    config = ExperimentConfig(
+        model="nmu", operation="mul", input_size=10, iterations=600, eval_every=100
+    )
+    whole = _FaultyRun(config, [0, 1, 2])
+    whole.train(progress=False)
+    lean = _FaultyRun(config, [0, 1, 2], history=False)
+    lean.train(progress=False)
+    assert lean._history is None
+    assert [r["history"] for r in lean.results()] == [None] * 3
+    assert _without_timing(lean.results(), ["history"]) == _without_timing(
+        whole.results(), ["history"]
+    )
+    records = train_replicas(config, [0, 1], progress=False, history=False)
+    assert [r["history"] for r in records] == [None, None]
+    with pytest.raises(ValueError, match="history=1"):
+        ReplicaRun(config, [0], history=1)
+
+
+def test_a_backup_does_not_grow_with_the_evaluations(tmp_path):
+    """100 or 1,000 steps, evaluated every 10: backups of about the same size."""
+    config = ExperimentConfig(
+        model="nmu",
+        operation="mul",
+        task_name="simple",
+        input_size=4,
+        iterations=1000,
+        eval_every=10,
+    )
+    sizes = {}
+    for steps in (100, 1000):
+        with pytest.raises(_Killed):
+            ReplicaRun(config, [0, 1, 2]).train(
+                progress=_kill_after(steps),
+                backup=tmp_path / f"{steps}.npz",
+                backup_every=0,
+            )
+        sizes[steps] = (tmp_path / f"{steps}.npz").stat().st_size
+        assert read_backup(tmp_path / f"{steps}.npz")[0]["step"] == steps
+    # 90 more evaluations of 3 replicas: format 1 grew by 72 kB here.
+    assert abs(sizes[1000] - sizes[100]) < 300, sizes
 
 
 def test_a_backup_of_another_run_is_refused(tmp_path):

@@ -322,3 +322,23 @@ def test_the_sweep_command_refuses_overlapping_ranges(tmp_path, capsys):
     assert len(error.strip().splitlines()) == 1
     assert "overlap on U[2, 3]" in error and "--allow-overlap" in error
     assert not path.exists()
+
+
+def test_a_sweep_chunk_keeps_no_evaluation_history(monkeypatch):
+    """Its rows hold verdicts only: no list of every evaluation is kept."""
+    from keras_nalu.sweeps import engines
+    from keras_nalu.sweeps.chunks import train_chunk
+
+    histories = []
+    train_replicas = engines.train_replicas
+
+    def spy(*args, **kwargs):
+        records = train_replicas(*args, **kwargs)
+        histories.extend(record["history"] for record in records)
+        return records
+
+    monkeypatch.setattr(engines, "train_replicas", spy)
+    config = ExperimentConfig(model="nau", input_size=10, iterations=20, eval_every=10)
+    rows = train_chunk(config, [0, 1])
+    assert histories == [None, None]
+    assert [(row["seed"], row["evaluations"]) for row in rows] == [(0, 3), (1, 3)]

@@ -1,9 +1,7 @@
 """Sweeps that stop at a time limit, resume backups cut otherwise, share devices."""
 
-import json
 import time
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -13,6 +11,7 @@ from keras_nalu.sweeps.engines import TimeLimitReached
 from keras_nalu.sweeps.replicas import ReplicaRun
 from keras_nalu.sweeps.results import read_results
 from keras_nalu.sweeps.runner import plan_sweep, run_sweep
+from tests.helpers import load_backup_state, save_backup_state
 
 TIMING = ["wall_time", "iterations_per_second"]
 # The simple 10-parameter task: four inputs, so each step is cheap.
@@ -41,7 +40,7 @@ def test_a_time_limit_stops_after_a_backup_and_a_rerun_continues(tmp_path):
     )
     assert not first.complete and first.new_rows == 0
     (backup,) = _backups(stopped)  # written at the limit, not after 600 s
-    assert json.loads(str(np.load(backup)["state"]))["step"] == 100
+    assert load_backup_state(backup)[0]["step"] == 100
 
     # More seeds, another chunk size: the backed-up chunk still comes first.
     plan = plan_sweep([CONFIG], "0-2", stopped, chunk_size=3)
@@ -99,11 +98,9 @@ def test_a_backup_from_before_task_name_restores(tmp_path):
     run.train(progress=False, deadline=None)
     path = tmp_path / "chunk.npz"
     run.save_backup(path)
-    with np.load(path) as data:
-        arrays = {key: data[key] for key in data.files}
-    state = json.loads(str(arrays.pop("state")))
+    state, arrays = load_backup_state(path)
     del state["config"]["task_name"]  # as written before the field existed
-    np.savez(path, state=np.array(json.dumps(state)), **arrays)
+    save_backup_state(path, state, arrays)
     assert ReplicaRun(config, [0]).restore_backup(path)
     other = ExperimentConfig(model="nau", input_size=10, iterations=300, eval_every=100)
     with pytest.raises(ValueError, match="not a backup of this run"):

@@ -1,12 +1,21 @@
 """Backups of a replica run: its whole state in one `.npz` file, and back.
 
 `ReplicaRun.save_backup` writes every replica's weights and optimizer
-variables, which replicas still train and the evaluations so far;
+variables, which replicas still train and each replica's
+`EvaluationSummary` (the verdict so far, at constant size);
 `ReplicaRun.restore_backup` continues a new run of the same configuration
 and seeds from it, and `read_backup` reads each seed's verdict so far
-without building the model. The file holds a JSON `state` and arrays
-`variable_0 ... variable_{n-1}`; every damage is one `ValueError` that says
-to delete the file.
+without building the model. The file holds arrays `variable_0 ...
+variable_{n-1}` and a JSON `state` (the run's identity, step, wall time,
+flags and summaries), stored as UTF-8 bytes (a `uint8` array). Its size
+does not grow with the number of evaluations.
+
+Format 1, the earlier layout, stored every evaluation of every replica in
+the JSON, which was a NumPy unicode string (4 bytes a character): a
+38-replica run at 2,460 evaluations took 25 MB. It is still read and
+restored (its evaluations are folded into summaries), and the next backup of
+the restored run is written in format 2. Every damage is one `ValueError`
+that says to delete the file.
 """
 
 from __future__ import annotations
@@ -20,21 +29,30 @@ from pathlib import Path
 import numpy as np
 
 from keras_nalu._files import atomic_write
-from keras_nalu.evaluation import (
-    Evaluation,
-    summarize_evaluations,
-)
+from keras_nalu.evaluation import Evaluation, EvaluationSummary
 from keras_nalu.experiments import ExperimentConfig, total_steps
 
-BACKUP_FORMAT = 1
-"""The version of the backup file's layout; another version is refused."""
+BACKUP_FORMAT = 2
+"""The version of the backup file's layout that `save_backup` writes."""
+
+READABLE_FORMATS = (1, 2)
+"""The layouts that are read and restored; another version is refused."""
+
+
+def _state_text(stored: np.ndarray) -> str:
+    """The JSON text of a backup's `state` array, in either layout."""
+    if stored.dtype == np.uint8 and stored.ndim == 1:  # format 2: UTF-8 bytes
+        return stored.tobytes().decode("utf-8")
+    if stored.dtype.kind == "U" and stored.ndim == 0:  # format 1: a NumPy str
+        return str(stored)
+    raise TypeError(f"a state of dtype {stored.dtype} and shape {stored.shape}")
 
 
 def _load_backup(path: Path, count: int = 0) -> tuple[dict, list]:
     """The state and the first `count` arrays of a backup, or one ValueError."""
     try:
         with np.load(path, allow_pickle=False) as data:
-            state = json.loads(str(data["state"]))
+            state = json.loads(_state_text(data["state"]))
             arrays = [data[f"variable_{i}"] for i in range(count)]
     except Exception as error:  # any damage: zip, .npy header, JSON, keys
         raise ValueError(
@@ -52,6 +70,14 @@ def _is_int(value) -> bool:
 
 def _is_number(value) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _summary_ok(config) -> bool:
+    try:
+        EvaluationSummary.from_config(config)
+    except (ValueError, OverflowError):  # OverflowError: an int past float's range
+        return False
+    return True
 
 
 def _check_state(path: Path, state: dict, replicas: int) -> None:
@@ -75,24 +101,46 @@ def _check_state(path: Path, state: dict, replicas: int) -> None:
         )
 
     checks = {
-        "format": state.get("format") == BACKUP_FORMAT,
+        "format": state.get("format") in READABLE_FORMATS,
         "step": _is_int(state.get("step")) and state["step"] >= 0,
         "wall_time": _is_number(state.get("wall_time"))
         and math.isfinite(state["wall_time"])
         and state["wall_time"] >= 0,
-        "evaluations": per_replica("evaluations", rows_ok),
         "iterations": per_replica(
             "iterations", lambda v: v is None or (_is_int(v) and v >= 0)
         ),
         "loss_diverged": per_replica("loss_diverged", lambda v: isinstance(v, bool)),
         "active": per_replica("active", lambda v: isinstance(v, bool)),
     }
+    if state.get("format") == 1:  # every evaluation
+        checks["evaluations"] = per_replica("evaluations", rows_ok)
+    else:
+        checks["summaries"] = per_replica("summaries", _summary_ok)
     bad = [key for key, ok in checks.items() if not ok]
     if bad:
         raise ValueError(
             f"{path} is a damaged sweep backup (bad {', '.join(bad)}); delete it "
             "to start afresh."
         )
+
+
+def _folded(state: dict, thresholds) -> tuple[list, list | None]:
+    """A checked state's summaries, and its evaluations if it has them.
+
+    A format-1 state's evaluations are folded with `thresholds` (one per
+    replica); a format-2 state holds its summaries, and no evaluations.
+    """
+    if state["format"] == 1:
+        rows = state["evaluations"]
+        histories = [[Evaluation(*row) for row in replica] for replica in rows]
+        summaries = []
+        for evaluations, threshold in zip(histories, thresholds):
+            summary = EvaluationSummary(threshold)
+            for evaluation in evaluations:
+                summary.update(evaluation)
+            summaries.append(summary)
+        return summaries, histories
+    return [EvaluationSummary.from_config(c) for c in state["summaries"]], None
 
 
 def partial_path(backup: Path) -> Path:
@@ -139,10 +187,7 @@ def save_backup(run, path: str | os.PathLike) -> None:
         **_identity(run),
         "step": run.step,
         "wall_time": run.wall_time,
-        "evaluations": [
-            [dataclasses.astuple(e) for e in evaluations]
-            for evaluations in run._evaluations
-        ],
+        "summaries": [summary.get_config() for summary in run._summaries],
         "iterations": run._iterations,
         "loss_diverged": run._loss_diverged,
         "active": run._active.tolist(),
@@ -152,7 +197,8 @@ def save_backup(run, path: str | os.PathLike) -> None:
         for i, values in enumerate(run._state_arrays())
     }
     with atomic_write(path, "wb", temporary=partial_path(path)) as file:
-        np.savez(file, state=np.array(json.dumps(state)), **arrays)
+        text = json.dumps(state, separators=(",", ":"))
+        np.savez(file, state=np.frombuffer(text.encode(), np.uint8), **arrays)
 
 
 def restore_backup(run, path: str | os.PathLike) -> bool:
@@ -164,7 +210,7 @@ def restore_backup(run, path: str | os.PathLike) -> bool:
     state, arrays = _load_backup(path, len(shapes))
     identity = _comparable(_identity(run))
     stored = _comparable(state)
-    if state.get("format") != BACKUP_FORMAT or any(
+    if state.get("format") not in READABLE_FORMATS or any(
         stored.get(key) != value for key, value in identity.items()
     ):
         raise ValueError(
@@ -182,12 +228,24 @@ def restore_backup(run, path: str | os.PathLike) -> bool:
             raise ValueError(
                 f"{path} does not hold this run's variables; delete it to start afresh."
             )
+    thresholds = [float(t) for t in run.thresholds]
+    summaries, histories = _folded(state, thresholds)
+    for summary, threshold in zip(summaries, thresholds):
+        # The same config gives the same threshold; another one means the
+        # rule changed, and the summary's solved steps would be stale.
+        if not math.isclose(summary.threshold, threshold, rel_tol=1e-9):
+            raise ValueError(
+                f"{path} judged its evaluations against threshold "
+                f"{summary.threshold!r}, this run against {threshold!r}; delete "
+                "it to start afresh."
+            )
+        summary.threshold = threshold
     run._load_state_arrays(arrays)
     run.step = int(state["step"])
     run.wall_time = float(state["wall_time"])
-    run._evaluations = [
-        [Evaluation(*row) for row in rows] for rows in state["evaluations"]
-    ]
+    run._summaries = summaries
+    if run._history is not None:
+        run._history = histories or [[] for _ in summaries]
     run._iterations = list(state["iterations"])
     run._loss_diverged = list(state["loss_diverged"])
     run._active = np.array(state["active"], dtype=bool)
@@ -198,10 +256,10 @@ def restore_backup(run, path: str | os.PathLike) -> bool:
 def _backup_runs(path: Path) -> tuple[dict, list[ExperimentConfig]]:
     """A backup's state and its runs (one config per replica, seed set)."""
     state, _ = _load_backup(path)
-    if state.get("format") != BACKUP_FORMAT:
+    if state.get("format") not in READABLE_FORMATS:
         raise ValueError(
             f"{path} has backup format {state.get('format')!r}; this version "
-            f"reads format {BACKUP_FORMAT}."
+            f"reads formats {', '.join(map(str, READABLE_FORMATS))}."
         )
     try:
         if "configs" in state:
@@ -245,7 +303,8 @@ def read_backup(path: str | os.PathLike) -> list[dict]:
     `summarize_evaluations` over the evaluations up to the backup's step,
     the same rule that judges the finished run. It is the verdict the run
     would give if it stopped at the backup's step; a later step with a lower
-    interpolation MSE can still change it either way.
+    interpolation MSE can still change it either way. It reads both backup
+    formats (`BACKUP_FORMAT`; format 1 held every evaluation).
 
     Args:
         path: a `.npz` file written by `ReplicaRun.save_backup`, e.g. one
@@ -278,18 +337,21 @@ def read_backup(path: str | os.PathLike) -> list[dict]:
     state, configs = _backup_runs(path)
     _check_state(path, state, len(configs))
     step = state["step"]
-    histories = state["evaluations"]
-    diverged = state["loss_diverged"]
-    thresholds = {}
+    if state["format"] == 1:  # judged here, with each config's threshold
+        cache = {}
+        for config in configs:
+            key = dataclasses.replace(config, seed=0)
+            if key not in cache:  # the same for every seed of a config
+                cache[key] = config.success_threshold()
+        thresholds = [cache[dataclasses.replace(c, seed=0)] for c in configs]
+    else:  # judged as the run went, against the threshold stored with it
+        thresholds = [c["threshold"] for c in state["summaries"]]
+    summaries, _ = _folded(state, thresholds)
     records = []
-    for config, history, loss_diverged in zip(configs, histories, diverged):
-        key = dataclasses.replace(config, seed=0)
-        if key not in thresholds:  # the same for every seed of a config
-            thresholds[key] = config.success_threshold()
-        evaluations = [Evaluation(*e) for e in history]
-        verdict = summarize_evaluations(
-            evaluations, thresholds[key], loss_diverged=loss_diverged
-        )
+    for config, summary, loss_diverged in zip(
+        configs, summaries, state["loss_diverged"]
+    ):
+        verdict = summary.result(loss_diverged=loss_diverged)
         records.append(
             {
                 "model": config.model,
@@ -298,10 +360,10 @@ def read_backup(path: str | os.PathLike) -> list[dict]:
                 "step": step,
                 "iterations": total_steps(config),
                 **verdict,
-                "threshold": thresholds[key],
+                "threshold": summary.threshold,
             }
         )
     return records
 
 
-__all__ = ["BACKUP_FORMAT", "backup_runs", "read_backup"]
+__all__ = ["BACKUP_FORMAT", "READABLE_FORMATS", "backup_runs", "read_backup"]

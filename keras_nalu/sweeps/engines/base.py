@@ -19,11 +19,12 @@ Per replica, everything follows `run_experiment` with that replica's config:
   `steps_per_execution` steps, as in `model.fit`;
 - constraints: each weight's constraint, per replica, after every step;
 - evaluation every `eval_every` steps on the task's fixed validation and test
-  sets, judged by `summarize_evaluations` against `success_threshold`;
+  sets, judged by `summarize_evaluations` against `success_threshold` (as an
+  `EvaluationSummary` folded as the run goes, so no list is needed);
 - divergence: a replica whose loss or weights stop being finite is frozen at
   its last finite state and recorded as diverged; the others never see it.
 
-Why one module of about 870 lines: it is one class, `ReplicaRun`, whose
+Why one module of about 910 lines: it is one class, `ReplicaRun`, whose
 setup, loop, evaluation and records share one state (as Keras' `Trainer`
 is one file), plus `train_replicas` and `train_batched`, which run it.
 
@@ -49,8 +50,8 @@ from keras_nalu._validation import check_seeds
 from keras_nalu.callbacks import RegularizationSchedule, find_scheduled_regularizers
 from keras_nalu.evaluation import (
     Evaluation,
+    EvaluationSummary,
     sparsity_error,
-    summarize_evaluations,
 )
 from keras_nalu.experiments import (
     ExperimentConfig,
@@ -232,6 +233,11 @@ class ReplicaRun:
         config: the configuration; its `seed` is ignored (see `seeds`).
         seeds: the replicas' seeds, distinct integers >= 0.
         engine: "tensorflow", "jax", or None for the Keras backend's.
+        history: keep every evaluation in memory for the records' `history`
+            (True); False keeps only each replica's `EvaluationSummary`,
+            which is all the verdict needs, and gives `history=None` (a
+            sweep chunk of 1,000 replicas × 5,000 evaluations would
+            otherwise hold 5·10⁶ `Evaluation` objects).
 
     Example:
 
@@ -262,13 +268,19 @@ class ReplicaRun:
         config: ExperimentConfig,
         seeds: Sequence[int],
         engine: str | None = None,
+        history: bool = True,
     ):
         seeds = check_seeds("train_replicas", seeds)
         configs = [dataclasses.replace(config, seed=s) for s in seeds]
-        self._setup(configs, single=config)
+        self._setup(configs, single=config, history=history)
 
     @classmethod
-    def batched(cls, configs: Sequence[ExperimentConfig], engine: str | None = None):
+    def batched(
+        cls,
+        configs: Sequence[ExperimentConfig],
+        engine: str | None = None,
+        history: bool = True,
+    ):
         """One run of several configurations, each with its own seed.
 
         The configs must share the model and its training (`RECIPE_FIELDS`)
@@ -279,6 +291,7 @@ class ReplicaRun:
         Args:
             configs: the runs, one `ExperimentConfig` each (seed included).
             engine: as for `ReplicaRun`; only engines with `supports_batched`.
+            history: as for `ReplicaRun`.
 
         Returns:
             The `ReplicaRun`.
@@ -293,12 +306,17 @@ class ReplicaRun:
                 "(KERAS_BACKEND=jax)."
             )
         run = object.__new__(klass)
-        run._setup(configs, single=configs[0] if single else None)
+        run._setup(configs, single=configs[0] if single else None, history=history)
         return run
 
     # --- construction -------------------------------------------------------
 
-    def _setup(self, configs, single) -> None:
+    def _setup(self, configs, single, history: bool) -> None:
+        if not isinstance(history, bool):
+            raise ValueError(
+                "ReplicaRun expects history to be True or False. "
+                f"Received: history={history!r}"
+            )
         self.configs = _check_configs(configs)
         self.seeds = [c.seed for c in self.configs]
         # `config` is the shared configuration (seed ignored) of a plain run.
@@ -313,7 +331,10 @@ class ReplicaRun:
         self.total_steps = total_steps(self.config)
         self._block = execution_size(self.config)
         self._build_replicas()
-        self._evaluations = [[] for _ in self.configs]
+        # Per replica: the verdict's fold, and (with `history`) every
+        # evaluation this object made or restored.
+        self._summaries = [EvaluationSummary(float(t)) for t in self.thresholds]
+        self._history = [[] for _ in self.configs] if history else None
         self._iterations = [None] * self.num_replicas
         self._loss_diverged = [False] * self.num_replicas
         self._active = np.ones(self.num_replicas, dtype=bool)
@@ -549,7 +570,7 @@ class ReplicaRun:
                 extrapolation_mse=float(extrapolation[r]),
                 sparsity_error=errors[r],
             )
-            self._evaluations[r].append(evaluation)
+            self._record(r, evaluation)
             finite = math.isfinite(evaluation.interpolation_mse) and math.isfinite(
                 evaluation.extrapolation_mse
             )
@@ -557,6 +578,11 @@ class ReplicaRun:
             if not finite or (self.config.stop_on_success and solved):
                 self._stop(r, step)
         self._set_active(self._active)
+
+    def _record(self, r: int, evaluation: Evaluation) -> None:
+        self._summaries[r].update(evaluation)
+        if self._history is not None:
+            self._history[r].append(evaluation)
 
     def _stop(self, r: int, step: int) -> None:
         self._active[r] = False
@@ -567,7 +593,7 @@ class ReplicaRun:
         for r in np.flatnonzero(self._active & (diverged_at >= 0)):
             step = int(diverged_at[r])
             self._loss_diverged[r] = True
-            self._evaluations[r].append(Evaluation(step, math.nan, math.nan, math.nan))
+            self._record(r, Evaluation(step, math.nan, math.nan, math.nan))
             self._active[r] = False
             self._iterations[r] = step
 
@@ -632,7 +658,7 @@ class ReplicaRun:
             progress(self.step)
         started = last_backup = time.perf_counter()
         try:
-            if self.step == 0 and not any(self._evaluations):
+            if self.step == 0 and not any(s.evaluations for s in self._summaries):
                 self._evaluate(0)
             every = self.config.eval_every
             while self.step < self.total_steps and self._active.any():
@@ -673,15 +699,22 @@ class ReplicaRun:
         """Writes the run's whole state at `step` to one `.npz` file.
 
         The state is every replica's weights and optimizer variables (Adam's
-        moments and step count), which replicas are still running, and the
-        evaluations so far; the training batches need none, as batch b is a
-        function of b. The file is written beside `path` and renamed over it,
-        so it is always a complete backup. `restore_backup` reads it back.
+        moments and step count), which replicas are still running, and each
+        replica's `EvaluationSummary` (not the evaluations themselves, so the
+        file's size does not grow as the run goes on); the training batches
+        need none, as batch b is a function of b. The file is written beside
+        `path` and renamed over it, so it is always a complete backup.
+        `restore_backup` reads it back.
         """
         save_backup(self, path)
 
     def restore_backup(self, path: str | os.PathLike) -> bool:
         """Continues from a `save_backup` file of this configuration and seeds.
+
+        The verdicts continue exactly. The records' `history` then holds
+        the evaluations after the backup's step only (a backup holds no
+        list of evaluations), while their `evaluations` counts all of them;
+        a backup of format 1, which held the list, restores it whole.
 
         Returns:
             True if the file existed and the run now stands at its step;
@@ -705,16 +738,20 @@ class ReplicaRun:
         `wall_time` is the wall time of the whole vectorized run (shared by
         its replicas); `iterations_per_second` is per replica, and `replicas`
         says how many replicas trained together; `engine` and `device` say
-        where.
+        where. `evaluations` counts every evaluation of the replica;
+        `history` lists them as `(step, interpolation_mse,
+        extrapolation_mse, sparsity_error)` tuples, except those before the
+        step of a (format 2) backup this run was restored from, and is None
+        for a run built with `history=False`.
         """
         records = []
         device = self.device()
         for r, config in enumerate(self.configs):
-            verdict = summarize_evaluations(
-                self._evaluations[r],
-                float(self.thresholds[r]),
-                loss_diverged=self._loss_diverged[r],
-            )
+            summary = self._summaries[r]
+            verdict = summary.result(loss_diverged=self._loss_diverged[r])
+            history = None
+            if self._history is not None:
+                history = [dataclasses.astuple(e) for e in self._history[r]]
             iterations = self._iterations[r]
             if iterations is None:
                 iterations = self.step
@@ -726,13 +763,13 @@ class ReplicaRun:
                     "subsets": [list(subset) for subset in self.tasks[r].subsets],
                     **verdict,
                     "threshold": float(self.thresholds[r]),
-                    "evaluations": len(self._evaluations[r]),
+                    "evaluations": summary.evaluations,
                     "iterations": iterations,
                     "wall_time": self.wall_time,
                     "iterations_per_second": (
                         iterations / self.wall_time if self.wall_time > 0 else None
                     ),
-                    "history": [dataclasses.astuple(e) for e in self._evaluations[r]],
+                    "history": history,
                     "replicas": self.num_replicas,
                     "engine": self.engine,
                     "device": device,
@@ -777,6 +814,7 @@ def train_replicas(
     backup_every: float = 600.0,
     engine: str | None = None,
     deadline: float | None = None,
+    history: bool = True,
 ) -> list[dict]:
     """Trains `config` once per seed, all seeds in one vectorized loop.
 
@@ -790,8 +828,9 @@ def train_replicas(
     With `backup`, the run saves its state to that file every `backup_every`
     seconds, and a later call with the same file continues where the last
     backup left it, with the same records as an uninterrupted run (as Keras'
-    `BackupAndRestore` does for `fit`). The file is deleted once training
-    ends.
+    `BackupAndRestore` does for `fit`), except that their `history` lacks
+    the evaluations before the backup's step (see `ReplicaRun.results`).
+    The file is deleted once training ends.
 
     Args:
         config: the configuration (its `seed` is replaced by each of `seeds`).
@@ -803,6 +842,8 @@ def train_replicas(
         engine: "tensorflow", "jax", or None for the Keras backend's.
         deadline: a `time.monotonic()` time at which the run stops, after
             writing `backup` (see `ReplicaRun.train`); None for no limit.
+        history: False for records without `history` (None), which then
+            need no list of every evaluation in memory (see `ReplicaRun`).
 
     Returns:
         One record per seed, in the order of `seeds` (see
@@ -827,7 +868,7 @@ def train_replicas(
 
     Reference: Madsen & Johansen (2020), §4.1.1 and App. C.2.
     """
-    run = ReplicaRun(config, seeds, engine=engine)
+    run = ReplicaRun(config, seeds, engine=engine, history=history)
     return _train_and_clean(run, progress, backup, backup_every, deadline)
 
 
@@ -838,6 +879,7 @@ def train_batched(
     backup_every: float = 600.0,
     engine: str | None = None,
     deadline: float | None = None,
+    history: bool = True,
 ) -> list[dict]:
     """Trains several configurations (each with its seed) as one vectorized run.
 
@@ -848,13 +890,13 @@ def train_batched(
 
     Args:
         configs: the runs, one `ExperimentConfig` each (seed included).
-        progress, backup, backup_every, engine, deadline: as for
+        progress, backup, backup_every, engine, deadline, history: as for
             `train_replicas`.
 
     Returns:
         One record per config, in order.
     """
-    run = ReplicaRun.batched(configs, engine=engine)
+    run = ReplicaRun.batched(configs, engine=engine, history=history)
     return _train_and_clean(run, progress, backup, backup_every, deadline)
 
 
