@@ -11,12 +11,18 @@ import re
 from collections.abc import Iterable
 
 
-def _is_integer(value) -> bool:
+def is_integer(value) -> bool:
+    """An integer, not a bool (JSON and NumPy integers included)."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
+def is_real(value) -> bool:
+    """A real number, not a bool (ints, floats, NumPy scalars)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
 def _check_integer(owner: str, name: str, value, minimum: int) -> int:
-    if not _is_integer(value) or value < minimum:
+    if not is_integer(value) or value < minimum:
         raise ValueError(
             f"{owner} expects {name} to be an integer >= {minimum}. "
             f"Received: {name}={value!r}"
@@ -87,7 +93,7 @@ def check_seeds(owner: str, seeds: Iterable) -> list[int]:
         raise ValueError(f"{owner} expects at least one seed. Received: seeds=[]")
     seen: set[int] = set()
     for seed in seeds:
-        if not _is_integer(seed) or seed < 0:
+        if not is_integer(seed) or seed < 0:
             raise ValueError(
                 f"{owner} expects integer seeds >= 0. Received: seed={seed!r}"
             )

@@ -7,7 +7,12 @@ import keras
 import numpy as np
 
 from keras_nalu._api import export
-from keras_nalu._validation import check_non_negative, check_positive_int
+from keras_nalu._validation import (
+    check_non_negative,
+    check_positive_int,
+    is_integer,
+    is_real,
+)
 from keras_nalu.callbacks.utils import optimizer_step
 from keras_nalu.evaluation.sparsity import sparsity_error
 
@@ -22,10 +27,6 @@ class Evaluation:
     sparsity_error: float
 
 
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _evaluation_from(value, name: str) -> Evaluation | None:
     """An `Evaluation` from its `[step, interpolation, extrapolation, sparsity]`."""
     if value is None:
@@ -33,10 +34,8 @@ def _evaluation_from(value, name: str) -> Evaluation | None:
     valid = (
         isinstance(value, list | tuple)
         and len(value) == 4
-        and _is_int(value[0])
-        and all(
-            isinstance(v, int | float) and not isinstance(v, bool) for v in value[1:]
-        )
+        and is_integer(value[0])
+        and all(is_real(v) for v in value[1:])
     )
     if not valid:
         raise ValueError(
@@ -177,7 +176,7 @@ class EvaluationSummary:
             )
         summary = cls(config["threshold"])
         count = config["evaluations"]
-        if not (_is_int(count) and count >= 0):
+        if not (is_integer(count) and count >= 0):
             raise ValueError(
                 "EvaluationSummary expects evaluations to be an integer >= 0. "
                 f"Received: evaluations={count!r}"
@@ -188,7 +187,7 @@ class EvaluationSummary:
                 f"Received: nonfinite={config['nonfinite']!r}"
             )
         for name in ("solved_at", "last_solved_at"):
-            if not (config[name] is None or _is_int(config[name])):
+            if not (config[name] is None or is_integer(config[name])):
                 raise ValueError(
                     f"EvaluationSummary expects {name} to be null or an integer. "
                     f"Received: {name}={config[name]!r}"

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import numbers
 import re
 
 import numpy as np
 
 from keras_nalu._optional import import_tensorflow
+from keras_nalu._validation import is_integer, is_real
 from keras_nalu.tasks._philox import philox_uniform
 
 # "U[1, 2]", "[1,2]", "(1, 2)": one bracketed pair of bounds.
@@ -37,7 +37,7 @@ def stateless_seed(seed):
         An int64 tensor of shape `[2]`.
     """
     tf = import_tensorflow("stateless_seed")
-    if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
+    if is_integer(seed):
         return tf.constant([int(seed), 0], dtype=tf.int64)
     seed = tf.cast(tf.convert_to_tensor(seed), tf.int64)
     if seed.shape.rank is not None and seed.shape != (2,):
@@ -58,10 +58,6 @@ def _format_parts(parts) -> str:
     return " ∪ ".join(
         f"U[{_format_number(lo)}, {_format_number(hi)}]" for lo, hi in parts
     )
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def _unparseable(name: str, value) -> ValueError:
@@ -96,13 +92,13 @@ def _parts_from_string(text: str, name: str) -> list[tuple[float, float]]:
 
 def _parts_from_sequence(value, name: str) -> list[tuple[float, float]]:
     items = list(value)
-    if len(items) == 2 and all(_is_number(item) for item in items):
+    if len(items) == 2 and all(is_real(item) for item in items):
         return [(float(items[0]), float(items[1]))]
     parts = []
     for item in items:
         if isinstance(item, str | bytes) or not hasattr(item, "__len__"):
             raise _unparseable(name, value)
-        if len(item) != 2 or not all(_is_number(bound) for bound in item):
+        if len(item) != 2 or not all(is_real(bound) for bound in item):
             raise _unparseable(name, value)
         parts.append((float(item[0]), float(item[1])))
     return parts

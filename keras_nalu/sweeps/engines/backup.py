@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from keras_nalu._files import atomic_write
+from keras_nalu._validation import is_integer, is_real
 from keras_nalu.evaluation import Evaluation, EvaluationSummary
 from keras_nalu.experiments import ExperimentConfig, total_steps
 
@@ -64,14 +65,6 @@ def _load_backup(path: Path, count: int = 0) -> tuple[dict, list]:
     return state, arrays
 
 
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
 def _summary_ok(config) -> bool:
     try:
         EvaluationSummary.from_config(config)
@@ -87,8 +80,8 @@ def _check_state(path: Path, state: dict, replicas: int) -> None:
         return isinstance(rows, list) and all(
             isinstance(row, list)
             and len(row) == 4
-            and _is_int(row[0])
-            and all(_is_number(v) for v in row[1:])
+            and is_integer(row[0])
+            and all(is_real(v) for v in row[1:])
             for row in rows
         )
 
@@ -102,12 +95,12 @@ def _check_state(path: Path, state: dict, replicas: int) -> None:
 
     checks = {
         "format": state.get("format") in READABLE_FORMATS,
-        "step": _is_int(state.get("step")) and state["step"] >= 0,
-        "wall_time": _is_number(state.get("wall_time"))
+        "step": is_integer(state.get("step")) and state["step"] >= 0,
+        "wall_time": is_real(state.get("wall_time"))
         and math.isfinite(state["wall_time"])
         and state["wall_time"] >= 0,
         "iterations": per_replica(
-            "iterations", lambda v: v is None or (_is_int(v) and v >= 0)
+            "iterations", lambda v: v is None or (is_integer(v) and v >= 0)
         ),
         "loss_diverged": per_replica("loss_diverged", lambda v: isinstance(v, bool)),
         "active": per_replica("active", lambda v: isinstance(v, bool)),
