@@ -59,3 +59,39 @@ class Clip(keras.constraints.Constraint):
 
     def get_config(self):
         return {"min_value": self.min_value, "max_value": self.max_value}
+
+
+@export
+class ForwardClip(Clip):
+    """Clips a weight where the unit uses it, but never the stored weight.
+
+    The unit computes with the weight clipped into `[min_value, max_value]`,
+    as with `Clip`, but no step is projected back: a weight pushed past a
+    bound stays there (the loss's gradient through the clip is then 0) until
+    its regularizer or another push brings it back. Mistry, Farrahi & Hare's
+    (2022) plain Real NPU treats its gate g this way (its `npu_clip` is
+    "none", and its forward pass clamps g to [0, 1]); their modified Real NPU,
+    and Madsen & Johansen's NAU and NMU, also clip after every step (`Clip`).
+
+    Args:
+        min_value: lower bound of the forward pass's clip.
+        max_value: upper bound, `>= min_value`.
+
+    Example:
+
+    >>> import numpy as np, keras_nalu
+    >>> gate = keras_nalu.constraints.ForwardClip(0, 1)
+    >>> gate(np.array([-0.5, 0.5, 1.5], "float32"))  # the stored weight: free
+    array([-0.5,  0.5,  1.5], dtype=float32)
+    >>> layer = keras_nalu.RealNPU(1, gate_constraint="forward_clip")
+    >>> layer.build((None, 3))
+    >>> _ = layer.gate.assign([-0.5, 0.5, 1.5])
+    >>> layer.gate_values().numpy()  # what the forward pass uses
+    array([0. , 0.5, 1. ], dtype=float32)
+
+    Reference: Mistry, Farrahi & Hare (2022), the Real NPU baseline of their
+    division benchmark (github.com/bmistry4/nalm-division).
+    """
+
+    def __call__(self, w):
+        return w

@@ -271,8 +271,10 @@ PRESETS: dict[str, Preset] = {
             "single_real_npu",
             ("real_npu",),
             description="RealNPU alone: Adam 5·10⁻³, L1 on every parameter "
-            "with β 10⁻⁷ → 10⁻⁵ (×10 every 10⁴ steps), the benchmark's × recipe",
+            "with β 10⁻⁷ → 10⁻⁵ (×10 every 10⁴ steps), g clipped in the forward "
+            "pass only, the benchmark's × recipe",
             learning_rate=5e-3,
+            revision=1,
             l1={"strength": 1e-5, "initial_strength": 1e-7, "reduction": "sum"},
         ),
         Preset(
@@ -280,6 +282,7 @@ PRESETS: dict[str, Preset] = {
             ("real_npu",),
             description="RealNPU alone, the ÷ recipe: β 10⁻⁹ → 10⁻⁷",
             learning_rate=5e-3,
+            revision=1,
             l1={"strength": 1e-7, "initial_strength": 1e-9, "reduction": "sum"},
         ),
         Preset(
@@ -367,10 +370,20 @@ def _combined(*parts):
 
 
 def _real_npu(n, preset: Preset, name: str):
-    """RealNPU; with `preset.l1`, its L1 covers the gate too, as Heim et al.'s."""
+    """RealNPU; with `preset.l1`, its L1 covers the gate too, as Heim et al.'s.
+
+    Alone (the single-module presets) it is Mistry et al.'s baseline, whose
+    g is clipped in the forward pass only (`ForwardClip`).
+    """
     l1 = _l1(preset)
     gate = l1 if preset.l1 is not None else None
-    return units.RealNPU(n, kernel_regularizer=l1, gate_regularizer=gate, name=name)
+    return units.RealNPU(
+        n,
+        kernel_regularizer=l1,
+        gate_regularizer=gate,
+        gate_constraint="forward_clip" if preset.single_module else "clip",
+        name=name,
+    )
 
 
 def _real_npu_modified(n, preset: Preset, name: str):

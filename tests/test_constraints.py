@@ -85,3 +85,29 @@ def test_infinite_bounds_clip_one_side():
     clip = Clip(0.0, float("inf"))
     w = np.array([-2.0, 0.5, 1e30], "float32")
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(clip(w)), [0, 0.5, w[2]])
+
+
+def test_forward_clip_leaves_the_stored_weight_free_and_clips_the_forward_pass():
+    from keras_nalu.layers import RealNPU
+
+    constraint = RealNPU(1, gate_constraint="forward_clip").gate_constraint
+    assert type(constraint) is constraints.ForwardClip
+    assert (constraint.min_value, constraint.max_value) == (0.0, 1.0)
+    revived = keras.constraints.deserialize(keras.constraints.serialize(constraint))
+    assert type(revived) is constraints.ForwardClip
+
+    def one_step(gate_constraint):
+        # y = (1 + g₀)^½·(1 + g₁)^½ on x = 2, far below its target: g grows.
+        layer = RealNPU(1, gate_constraint=gate_constraint)
+        model = keras.Sequential([keras.Input((2,)), layer])
+        layer.kernel.assign(np.full((2, 1), 0.5, "float32"))
+        model.compile(keras.optimizers.SGD(100.0), "mse")
+        x, t = np.full((8, 2), 2.0, "float32"), np.full((8, 1), 1e3, "float32")
+        model.fit(x, t, epochs=1, verbose=0)
+        return layer
+
+    free = one_step("forward_clip")
+    gate = to_numpy(free.gate)
+    assert gate.min() > 1.0  # stored past the bound
+    np.testing.assert_array_equal(to_numpy(free.gate_values()), [1.0, 1.0])
+    np.testing.assert_array_equal(to_numpy(one_step("clip").gate), [1.0, 1.0])

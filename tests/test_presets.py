@@ -254,6 +254,16 @@ def test_real_npu_presets_put_heims_l1_on_every_parameter():
     # The two-layer real_npu preset keeps its ramped L1 on Re only.
     two, _ = build_model("real_npu", input_size=2)
     assert two.layers[1].gate_regularizer is None
+    # Mistry et al.'s plain Real NPU alone clips g in its forward pass only;
+    # their modified one also after every step.
+    modified, _ = build_model("single_real_npu_modified", input_size=2)
+    for built, kind in [
+        (npu, constraints.ForwardClip),
+        (mul.layers[0], constraints.ForwardClip),
+        (two.layers[1], constraints.Clip),  # NAU → RealNPU keeps Clip
+        (modified.layers[0], constraints.Clip),
+    ]:
+        assert type(built.gate_constraint) is kind
 
 
 def test_modified_real_npu_preset_is_the_papers_recipe():
@@ -367,8 +377,8 @@ RECIPES = {
     "single_nmu": ("840bc175e2d3", 0),
     "single_snmu": ("bd61401e8abf", 0),
     "single_nmru": ("d31108432860", 0),
-    "single_real_npu": ("fb56678c9820", 0),
-    "single_real_npu_div": ("70682eec6ffd", 0),
+    "single_real_npu": ("fb56678c9820", 1),  # g: ForwardClip
+    "single_real_npu_div": ("70682eec6ffd", 1),  # g: ForwardClip
     "single_real_npu_modified": ("aa6a8ac08fb2", 0),
     "single_mcfc": ("d03d5df6a306", 0),
     "single_mcfc_mul": ("1f8506fb7b4a", 0),

@@ -169,12 +169,15 @@ def resolve_regularizer(identifier, default_factory=None):
 def resolve_constraint(identifier, min_value: float, max_value: float):
     if identifier == "clip":
         return nalu_constraints.Clip(min_value, max_value)
+    if identifier == "forward_clip":
+        return nalu_constraints.ForwardClip(min_value, max_value)
     return keras.constraints.get(identifier)
 
 
 def clip_like_constraint(kernel, constraint):
     """Applies a `Clip` constraint in the forward pass too (Madsen & Johansen 2020, eq.
-    5, 10).
+    5, 10); a `ForwardClip` (a `Clip` that leaves the stored weight free) only
+    there.
 
     With any other constraint (or none, the "no clamp" ablation) the kernel is
     used as it is.

@@ -69,8 +69,9 @@ class NPU(ArithmeticLayer):
         imaginary_initializer: for Im; default `"zeros"`.
         gate_initializer: for g; None for the constant ½.
         gate_regularizer: on g; default None.
-        gate_constraint: `"clip"` (to [0, 1], the default), None, or any Keras
-            constraint.
+        gate_constraint: `"clip"` (to [0, 1] after each step and in the
+            forward pass, the default), `"forward_clip"` (in the forward pass
+            only, `ForwardClip`), None, or any Keras constraint.
         **kwargs: base `keras.layers.Layer` arguments.
 
     Call arguments:
@@ -214,7 +215,8 @@ class RealNPU(NPU):
             after each step and in the forward pass.
         gate_initializer: for g; None for the constant ½.
         gate_regularizer: on g; default None.
-        gate_constraint: `"clip"` (to [0, 1]), None, or any Keras constraint.
+        gate_constraint: `"clip"` (to [0, 1]), `"forward_clip"`, None, or any
+            Keras constraint.
         **kwargs: base `keras.layers.Layer` arguments.
 
     Call arguments:
