@@ -79,9 +79,10 @@ RESULTS = Path(__file__).resolve().parent / "results"
 OUT = RESULTS / "paper"
 REUSE = tuple(
     RESULTS / name / "results.csv"
-    for name in ("table2", "table6", "fig3", "linear-sub")
+    for name in ("table2", "table6", "fig3", "fig3-full", "linear-sub")
 )
-"""The committed results files whose rows join the tables."""
+"""The committed results files whose rows join the tables (a missing one is
+skipped; `fig3-full` holds the Fig. 3 points run at the full budget)."""
 
 BIASED_BASELINES = ("linear_bias", "relu_bias", "relu6_bias")
 """The reference code's baselines (with biases), run beside this package's."""
