@@ -87,3 +87,30 @@ def assert_resumed_records(resumed, whole, step: int, ignore=()) -> None:
     for a, b in zip(resumed, whole, strict=True):
         after = [h for h in b["history"] if h[0] > step]
         assert json.dumps(a["history"]) == json.dumps(after)
+
+
+def assert_set_weights_starts_one_replica() -> None:
+    """`ReplicaRun.set_weights` on the Keras backend's engine: one replica
+    starts from the given weights, the other keeps its own, bad input is one
+    ValueError."""
+    import numpy as np
+    import pytest
+
+    from keras_nalu.experiments import ExperimentConfig
+    from keras_nalu.sweeps.replicas import ReplicaRun
+
+    config = ExperimentConfig(model="nau", input_size=10, iterations=20, eval_every=10)
+    run = ReplicaRun(config, [4, 7])
+    before = run.weights(0)
+    solution = [np.full((10, 2), 0.5, np.float32), np.ones((2, 1), np.float32)]
+    run.set_weights(1, solution)
+    for got, want in zip(run.weights(1), solution):
+        np.testing.assert_array_equal(got, want)
+    for got, want in zip(run.weights(0), before):
+        np.testing.assert_array_equal(got, want)
+    run.train(progress=False)  # training goes on from there
+    assert not np.array_equal(run.weights(1)[0], solution[0])
+    with pytest.raises(ValueError, match="expects weights of shapes"):
+        run.set_weights(0, [np.ones((10, 2))])
+    with pytest.raises(ValueError, match="expects r to be a replica"):
+        run.set_weights(2, solution)

@@ -20,7 +20,12 @@ from keras_nalu.sweeps.replicas import (
     train_batched,
     train_replicas,
 )
-from tests.helpers import assert_resumed_records, load_backup_state, save_backup_state
+from tests.helpers import (
+    assert_resumed_records,
+    assert_set_weights_starts_one_replica,
+    load_backup_state,
+    save_backup_state,
+)
 
 pytestmark = pytest.mark.skipif(
     keras.backend.backend() != "jax", reason="the JAX engine runs on the JAX backend"
@@ -521,3 +526,7 @@ def test_a_sweep_trains_the_nmru_over_a_range_around_zero(tmp_path):
             allow_zero_divisor=True,
         )
         assert row["threshold"] == pytest.approx(single_module_threshold(task))
+
+
+def test_set_weights_starts_one_replica_from_given_weights():
+    assert_set_weights_starts_one_replica()

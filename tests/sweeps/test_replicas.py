@@ -11,7 +11,12 @@ import tensorflow as tf
 from keras_nalu import cli
 from keras_nalu.experiments import ExperimentConfig, run_experiment
 from keras_nalu.sweeps.replicas import ReplicaRun, read_backup, train_replicas
-from tests.helpers import as_format_1, assert_resumed_records, load_backup_state
+from tests.helpers import (
+    as_format_1,
+    assert_resumed_records,
+    assert_set_weights_starts_one_replica,
+    load_backup_state,
+)
 
 pytestmark = pytest.mark.skipif(
     keras.backend.backend() != "tensorflow",
@@ -464,3 +469,7 @@ def test_norm_clipping_is_each_replicas_own(option, monkeypatch):
             np.abs(a - b).max() for a, b in zip(run.weights(r), free.weights(r))
         )
         assert moved > 1e-3  # the clip was in force
+
+
+def test_set_weights_starts_one_replica_from_given_weights():
+    assert_set_weights_starts_one_replica()  # the TF engine (the JAX one: there)

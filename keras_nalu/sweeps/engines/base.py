@@ -46,7 +46,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from keras_nalu._validation import check_seeds
+from keras_nalu._validation import check_seeds, is_integer
 from keras_nalu.callbacks import RegularizationSchedule, find_scheduled_regularizers
 from keras_nalu.evaluation import (
     Evaluation,
@@ -780,6 +780,52 @@ class ReplicaRun:
     def weights(self, r: int) -> list[np.ndarray]:
         """Replica r's trainable weights, in `model.trainable_variables` order."""
         return [w[r] for w in self.stacked_weights()]
+
+    def set_weights(self, r: int, weights: Sequence[np.ndarray]) -> None:
+        """Sets replica r's trainable weights; `weights(r)` reads them back.
+
+        Starts replica r from given weights (e.g. a hand-set solution, to see
+        whether training keeps it); the other replicas and the optimizer
+        variables are untouched.
+
+        Args:
+            r: the replica, `0 <= r < num_replicas`.
+            weights: one array per trainable weight, in
+                `model.trainable_variables` order, each of that weight's shape.
+
+        Raises:
+            ValueError: `r` is not a replica, or `weights` do not match the
+                model's weights in number or shape.
+
+        Example:
+
+        >>> import numpy as np
+        >>> from keras_nalu.experiments import ExperimentConfig
+        >>> from keras_nalu.sweeps.replicas import ReplicaRun
+        >>> run = ReplicaRun(ExperimentConfig(model="nau", input_size=10,
+        ...                                   iterations=10, eval_every=10), [4, 7])
+        >>> run.set_weights(1, [np.ones((10, 2)), np.ones((2, 1))])
+        >>> float(run.weights(1)[0].sum()), bool(run.weights(0)[0].sum() == 20)
+        (20.0, False)
+        """
+        stacked = self.stacked_weights()
+        if not is_integer(r) or not 0 <= r < self.num_replicas:
+            raise ValueError(
+                f"set_weights expects r to be a replica, 0 <= r < "
+                f"{self.num_replicas}. Received: r={r!r}"
+            )
+        shapes = [tuple(w.shape[1:]) for w in stacked]
+        given = [tuple(np.shape(w)) for w in weights]
+        if given != shapes:
+            raise ValueError(
+                f"set_weights expects weights of shapes {shapes}. "
+                f"Received: shapes {given}"
+            )
+        arrays = self._state_arrays()  # the trainable weights come first
+        for i, values in enumerate(weights):
+            arrays[i] = np.array(arrays[i])
+            arrays[i][r] = values
+        self._load_state_arrays(arrays)
 
     def optimizer_state(self, r: int) -> list[np.ndarray]:
         """Replica r's slice of every per-weight optimizer variable (Adam's m, v)."""
