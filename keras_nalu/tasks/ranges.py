@@ -129,7 +129,7 @@ def _check_parts(parts, name: str) -> tuple[tuple[float, float], ...]:
 
 #: A float32 draw in [0, 1) is a multiple of 2⁻²³, so a part U[l, h] is drawn
 #: on a grid of cells (h − l)·2⁻²³ wide.
-_CELL = np.float32(2.0**-23)
+_CELL = 2.0**-23
 
 
 def place_uniform(unit, scale, lows, highs, starts, boundaries, xp=np):
@@ -160,15 +160,16 @@ def place_uniform(unit, scale, lows, highs, starts, boundaries, xp=np):
         low = xp.where(inside, lows[..., j], low)
         high = xp.where(inside, highs[..., j], high)
     # Rounding must not carry a value into a gap.
-    values = xp.clip(values, low, high)
+    return _never_zero(xp, xp.clip(values, low, high), low, high)
+
+
+def _never_zero(xp, values, low, high):
+    """0 becomes ±(h − l)·2⁻²³, the next grid point inside the part (`Range`).
+
+    `xp` is NumPy, `jax.numpy` or TensorFlow (each has `where`).
+    """
     cell = (high - low) * _CELL
     return xp.where(values == 0, xp.where(high > 0, cell, -cell), values)
-
-
-def _never_zero(tf, values, low, high):
-    """`place_uniform`'s last step in TensorFlow: 0 becomes ±(h − l)·2⁻²³."""
-    cell = (high - low) * tf.constant(_CELL, values.dtype)
-    return tf.where(values == 0, tf.where(high > 0, cell, -cell), values)
 
 
 @dataclasses.dataclass(frozen=True)
