@@ -11,7 +11,7 @@ export TF_CPP_MIN_LOG_LEVEL ?= 2
 # Keeps mkdocs-material's end-of-life banner out of the build output.
 export NO_MKDOCS_2_WARNING ?= 1
 
-.PHONY: train test test-slow docs docs-serve wheel-check clean bench-speed bench-table2 bench-table6 bench-fig3 bench-gates bench-mnist
+.PHONY: train test test-without-tensorflow test-slow docs docs-serve wheel-check clean bench-speed bench-table2 bench-table6 bench-fig3 bench-gates bench-mnist
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -37,12 +37,32 @@ test: $(STAMP)
 	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -n 2 --durations=15 -q
 	KERAS_BACKEND=jax $(BIN)/python -m pytest -n 2 -q $(CORE_TESTS) \
 		tests/sweeps/test_jax_engine.py
+	$(MAKE) test-without-tensorflow
 	@if $(BIN)/python -c "import torch" 2>/dev/null; then \
 		KERAS_BACKEND=torch $(BIN)/python -m pytest -n 2 -q $(CORE_TESTS); \
 	else \
 		echo "PyTorch is not installed: core tests on KERAS_BACKEND=torch skipped."; \
 	fi
 	$(MAKE) wheel-check
+
+# The route of a GPU machine that has JAX and no TensorFlow: a second
+# environment with the package's dependencies minus TensorFlow (and JAX's
+# extra), the package itself installed with --no-deps, an empty threshold
+# cache; tests/route_without_tensorflow.py runs train, sweep, summarize,
+# plot, progress, explain and the benchmarks there, at a tiny budget.
+NO_TF := build/without-tensorflow
+test-without-tensorflow: $(STAMP)
+	rm -rf $(NO_TF)
+	$(PYTHON) -m venv $(NO_TF)/venv
+	$(NO_TF)/venv/bin/pip install --quiet --upgrade pip
+	$(BIN)/python tests/route_without_tensorflow.py --requirements \
+	    > $(NO_TF)/requirements.txt
+	$(NO_TF)/venv/bin/pip install --quiet -r $(NO_TF)/requirements.txt
+	$(NO_TF)/venv/bin/pip install --quiet --no-deps .
+	mkdir -p $(NO_TF)/cache
+	env -u PYTHONPATH KERAS_BACKEND=jax KERAS_NALU_CACHE_DIR=$(CURDIR)/$(NO_TF)/cache \
+	    $(NO_TF)/venv/bin/python -m pytest -q -n 2 -p no:cacheprovider \
+	    --durations=5 tests/route_without_tensorflow.py
 
 # The docs site (docs/, mkdocs.yml) into site/; --strict fails on a broken link.
 docs: $(STAMP)

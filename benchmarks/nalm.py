@@ -74,6 +74,9 @@ UNITS = {
     },
 }
 
+#: The seeds of each (cell, range): 25, as the benchmark.
+SEEDS = "0-24"
+
 #: The division and robust-NMU papers' success rule: extrapolation MSE < 10⁻⁵.
 FIXED_THRESHOLD = 1e-5
 
@@ -175,13 +178,78 @@ def configs_of(cell: Cell) -> list[ExperimentConfig]:
     ]
 
 
-def train_sweep(cell: Cell, seeds: str, results_path: Path, chunk_size: int) -> None:
+def train_sweep(
+    cell: Cell, seeds: str, results_path: Path, chunk_size: int, backup_every=600.0
+) -> None:
     """The cell's ranges × seeds through `run_sweep` (vectorized replicas)."""
     from keras_nalu.sweeps.runner import run_sweep
 
     grid = {key: [value] for key, value in cell.fields().items()}
     grid["interpolation_range:extrapolation_range"] = [list(r) for r in cell.ranges]
-    run_sweep(grid, seeds, results_path, chunk_size=chunk_size)
+    run_sweep(
+        grid, seeds, results_path, chunk_size=chunk_size, backup_every=backup_every
+    )
+
+
+def train(
+    cells: list[Cell],
+    seeds: str,
+    results_path: Path,
+    chunk_size: int,
+    deadline: float | None = None,
+    backup_every: float = 600.0,
+) -> bool:
+    """Trains what `results_path` lacks; False if `deadline` stopped it.
+
+    With a `deadline` (a `time.monotonic()` time), chunks are sized to finish
+    by it (`keras_nalu.sweeps.planning.sweep_within`), cell after cell.
+    """
+    results_path.parent.mkdir(parents=True, exist_ok=True)
+    if deadline is None:
+        for cell in cells:
+            train_sweep(cell, seeds, results_path, chunk_size, backup_every)
+        return True
+    from keras_nalu.sweeps.planning import sweep_within
+
+    configs = [config for cell in cells for config in configs_of(cell)]
+    return sweep_within(
+        configs,
+        parse_seeds(seeds),
+        results_path,
+        deadline,
+        chunk_size=chunk_size,
+        backup_every=backup_every,
+    )
+
+
+def seed_steps_left(cells: list[Cell], seeds: str, results_path: Path) -> int:
+    """The seed-steps of the runs `results_path` does not hold yet."""
+    from keras_nalu.sweeps.results import config_id, read_results
+
+    done = set()
+    if results_path.exists():
+        table = read_results(results_path)
+        done = set(zip(table["config_id"].astype(str), table["seed"].astype(int)))
+    seeds = parse_seeds(seeds)
+    return sum(
+        config.iterations
+        for cell in cells
+        for config in configs_of(cell)
+        for seed in seeds
+        if (config_id(config), seed) not in done
+    )
+
+
+def write_summary(out: Path) -> str | None:
+    """`out/summary.md` from `out/results.csv`; its text, or None without rows."""
+    from keras_nalu.sweeps.results import read_results
+
+    results_path = out / "results.csv"
+    if not results_path.exists():
+        return None
+    text = summary_text(judged(read_results(results_path)))
+    (out / "summary.md").write_text(text + "\n", encoding="utf-8")
+    return text
 
 
 def judged(results: pd.DataFrame) -> pd.DataFrame:
@@ -272,7 +340,7 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--ranges", default="0-8", help="indices into NALM_RANGES, e.g. 6 or 0,4-8"
     )
-    parser.add_argument("--seeds", default="0-24")
+    parser.add_argument("--seeds", default=SEEDS)
     parser.add_argument(
         "--iterations",
         type=int,
@@ -280,6 +348,12 @@ def parser() -> argparse.ArgumentParser:
         help="steps per run instead of the papers' (a quick check)",
     )
     parser.add_argument("--chunk-size", type=int, default=225)
+    parser.add_argument(
+        "--time-limit",
+        type=float,
+        help="seconds: chunks sized to finish inside it; the same command continues",
+    )
+    parser.add_argument("--backup-every", type=float, default=600.0, help="seconds")
     parser.add_argument("--out", default=str(OUT))
     parser.add_argument("--dry-run", action="store_true", help="print the plan")
     parser.add_argument("--summarize", action="store_true", help="no training")
@@ -312,22 +386,32 @@ def main(argv=None) -> int:
             for low, high, why in cell.skipped:
                 print(f"     skipped {low} → {high}: {why}")
         total = sum(cell.seed_steps(seeds) for cell in cells)
+        left = seed_steps_left(cells, args.seeds, results_path)
         print(f"total: {len(cells)} cells, {total:,} seed-steps")
+        print(f"still to train: {left:,} seed-steps ({results_path})")
         return 0
+    complete = True
     if not args.summarize:
-        out.mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
-        for cell in cells:
-            train_sweep(cell, args.seeds, results_path, args.chunk_size)
+        deadline = None
+        if args.time_limit is not None:
+            deadline = time.monotonic() + args.time_limit
+        complete = train(
+            cells,
+            args.seeds,
+            results_path,
+            args.chunk_size,
+            deadline,
+            args.backup_every,
+        )
         print(f"wall time: {time.perf_counter() - started:.0f} s")
-    if not results_path.exists():
+    text = write_summary(out)
+    if text is None:
         print(f"No results at {results_path}", file=sys.stderr)
         return 1
-    from keras_nalu.sweeps.results import read_results
-
-    text = summary_text(judged(read_results(results_path)))
-    (out / "summary.md").write_text(text + "\n", encoding="utf-8")
     print(text)
+    if not complete:
+        print("Stopped at the time limit: run the same command again to continue.")
     return 0
 
 

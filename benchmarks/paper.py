@@ -2,22 +2,33 @@
 
     python benchmarks/paper.py --dry-run                  # the plan, nothing trained
     python benchmarks/paper.py --full                     # train what is missing
-    python benchmarks/paper.py --full --time-limit 540    # stop after ~9 min
+    python benchmarks/paper.py --full --time-limit 480    # chunks that finish in 8 min
     python benchmarks/paper.py --summarize                # only the tables
     python benchmarks/paper.py --full --only fig3_hidden --models nmu \\
         --hidden-sizes 4,10 --chunk-size 50          # a part of a part, on a CPU
 
-`--full` trains every part of `PARTS` at the paper's protocol: each preset
-as in Table 4, 100 seeds per row (Fig. 3: 50 per point), 5·10⁶ steps (Table
-1: 2·10⁵, as the reference code), evaluation every 1,000 steps, through
-`run_sweep` into one results file (`--out`/results.csv), so a rerun resumes
-it: finished runs are skipped and a chunk in training continues from its
-backup (`--backup-every`). Under `KERAS_BACKEND=jax` the configurations of
-one recipe train together, up to `--chunk-size` replicas a chunk (1,000
-fills a GPU); `--chunks-per-device` trains that many chunks side by side.
-`--time-limit` stops after that many seconds, at the first evaluation past
-it, after a backup: the same command run again continues, so the whole set
-runs in calls of a fixed length.
+`--full` trains the parts in the order of `PRIORITY` (Table 2, Fig. 3's
+hidden-size panel, Mistry et al.'s NALM benchmark, Table 6, Table 5, Fig.
+3's input ranges, Table 1) at the paper's protocol: each preset as in Table
+4, 100 seeds per row (Fig. 3: 50 per point; NALM: 25 per range), 5·10⁶ steps
+(Table 1: 2·10⁵, as the reference code), evaluation every 1,000 steps,
+through `run_sweep` into one results file (`--out`/results.csv; NALM:
+`--nalm-out`), so a rerun resumes it: finished runs are skipped and a chunk
+in training continues from its backup (`--backup-every`). Under
+`KERAS_BACKEND=jax` the configurations of one recipe train together, up to
+`--chunk-size` replicas a chunk (1,000 fills a GPU); `--chunks-per-device`
+trains that many chunks side by side.
+
+`--time-limit` fits the work to calls of a fixed length (a GPU lent for ten
+minutes at a time): each recipe's chunk size comes from its measured step
+time (read from the rows the results file holds for this device, else
+measured on the spot), so that a chunk finishes inside the time left; no
+chunk starts that would not, a line is printed for each finished chunk, and
+its rows are in the file at once. The results file is all that needs to be
+carried back; the same command run again continues. Where not even one run
+fits in the time left, that recipe's chunks train with backups and stop at
+the limit. `--fixed-chunks` keeps `--chunk-size` and stops at the first
+evaluation past the limit, after a backup.
 
 Every table prints our success rate with its Wilson 95 % interval beside the
 paper's (the Wilson interval of its count), the solved-at median and the
@@ -30,7 +41,7 @@ join the tables, each budget a row of its own. Rows still to run at the
 paper's budget are listed.
 
 Writes `<out>/summary.md` and `<out>/fig3_hidden_seeds.csv` (each seed's
-first and last solved step).
+first and last solved step), and the NALM benchmark's `summary.md`.
 """
 
 from __future__ import annotations
@@ -49,6 +60,7 @@ import pandas as pd
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TF's start-up lines
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import nalm  # noqa: E402
 from published import (  # noqa: E402
     ARITHMETIC_BUDGET,
     FIG_3_HIDDEN_SIZE,
@@ -134,14 +146,6 @@ PARTS = {
     part.name: part
     for part in (
         Part(
-            "table1",
-            "Table 1: t = (x₁ + x₂)·(x₁ + x₂ + x₃ + x₄)",
-            tuple((m, "mul", _SIMPLE) for m in ("nac_mul", "nalu", "nmu")),
-            seeds=100,
-            budget=SIMPLE_BUDGET,
-            published=TABLE_1,
-        ),
-        Part(
             "table2",
             "Table 2: the arithmetic task",
             tuple((m, op, ()) for op, m in TABLE_2_ROWS),
@@ -150,16 +154,17 @@ PARTS = {
             published=TABLE_2,
         ),
         Part(
-            "table5",
-            "Table 5: gated units",
+            "fig3_hidden",
+            "Fig. 3: hidden size, ×",
             tuple(
-                (m, op, ())
-                for op in ("mul", "add")
-                for m in ("gated_nau_nmu", "nalu_separate", "nalu_shared")
+                (m, "mul", (("hidden_size", h),))
+                for m in FIG_3_MODELS
+                for h in FIG_3_HIDDEN_SIZES
             ),
-            seeds=100,
+            seeds=FIG_3_SEEDS,
             budget=ARITHMETIC_BUDGET,
-            published=TABLE_5,
+            by=("model", "hidden_size"),
+            published=FIG_3_HIDDEN_SIZE,
         ),
         Part(
             "table6",
@@ -174,17 +179,16 @@ PARTS = {
             published=TABLE_6,
         ),
         Part(
-            "fig3_hidden",
-            "Fig. 3: hidden size, ×",
+            "table5",
+            "Table 5: gated units",
             tuple(
-                (m, "mul", (("hidden_size", h),))
-                for m in FIG_3_MODELS
-                for h in FIG_3_HIDDEN_SIZES
+                (m, op, ())
+                for op in ("mul", "add")
+                for m in ("gated_nau_nmu", "nalu_separate", "nalu_shared")
             ),
-            seeds=FIG_3_SEEDS,
+            seeds=100,
             budget=ARITHMETIC_BUDGET,
-            by=("model", "hidden_size"),
-            published=FIG_3_HIDDEN_SIZE,
+            published=TABLE_5,
         ),
         Part(
             "fig3_range",
@@ -202,11 +206,27 @@ PARTS = {
             budget=ARITHMETIC_BUDGET,
             by=("model", "interpolation_range", "extrapolation_range"),
         ),
+        Part(
+            "table1",
+            "Table 1: t = (x₁ + x₂)·(x₁ + x₂ + x₃ + x₄)",
+            tuple((m, "mul", _SIMPLE) for m in ("nac_mul", "nalu", "nmu")),
+            seeds=100,
+            budget=SIMPLE_BUDGET,
+            published=TABLE_1,
+        ),
     )
 }
 
 
 # --- the plan -------------------------------------------------------------------
+
+
+PRIORITY = ("table2", "fig3_hidden", "nalm", "table6", "table5", "fig3_range", "table1")
+"""The order `--full` trains the parts in: the strongest claims first. `nalm`
+is Mistry et al.'s single-module benchmark (`benchmarks/nalm.py`, its own
+results file)."""
+
+NALM = "nalm"
 
 
 def sweep_groups(
@@ -215,26 +235,30 @@ def sweep_groups(
     iterations: int | None = None,
     models: Sequence[str] | None = None,
     hidden_sizes: Sequence[int] | None = None,
-) -> list[tuple[list[int], list[ExperimentConfig]]]:
-    """The sweeps `--full` runs: `(seeds, configs)`, one per seed list.
+) -> list[tuple[str, list[int], list[ExperimentConfig]]]:
+    """The sweeps `--full` runs, in the order of `names`: `(part, seeds, configs)`.
 
-    Configurations shared by several parts appear once, in the group of
-    their first part; Fig. 3's points are a subset of the tables' seeds.
+    A configuration shared by several parts trains once, in its first part,
+    with every seed any of its parts asks for (a Fig. 3 point that is also a
+    row of Table 6 gets Table 6's 100 seeds); so a part may have two groups.
+    The NALM benchmark is not a part of `PARTS` (see `nalm`).
     """
-    groups: dict[tuple[int, ...], list[ExperimentConfig]] = {}
-    seen = set()
+    wanted: dict[str, tuple[str, ExperimentConfig, set[int]]] = {}
     for name in names:
+        if name == NALM:
+            continue
         part = PARTS[name]
-        part_seeds = tuple(parse_seeds(seeds or f"0-{part.seeds - 1}"))
+        part_seeds = set(parse_seeds(seeds or f"0-{part.seeds - 1}"))
         for config in part.configs(iterations, models):
             if name == "fig3_hidden" and hidden_sizes is not None:
                 if config.hidden_size not in hidden_sizes:
                     continue
-            key = config_id(config)
-            if key not in seen:
-                seen.add(key)
-                groups.setdefault(part_seeds, []).append(config)
-    return [(list(s), configs) for s, configs in groups.items() if configs]
+            first, _, union = wanted.get(config_id(config), (name, config, set()))
+            wanted[config_id(config)] = (first, config, union | part_seeds)
+    groups: dict[tuple[str, tuple[int, ...]], list[ExperimentConfig]] = {}
+    for name, config, union in wanted.values():
+        groups.setdefault((name, tuple(sorted(union))), []).append(config)
+    return [(name, list(s), configs) for (name, s), configs in groups.items()]
 
 
 def plan_text(
@@ -250,7 +274,8 @@ def plan_text(
 
     lines = []
     total_runs = total_steps_all = todo_steps = chunk_steps = chunks = 0
-    for seeds, configs in groups:
+    for name, seeds, configs in groups:
+        lines.append(f"{PARTS[name].title} ({len(seeds)} seeds):")
         for config in configs:
             steps = total_steps(config)
             lines.append(
@@ -265,7 +290,7 @@ def plan_text(
             chunks += 1
             todo_steps += chunk.replicas * (total_steps(chunk.config) - done)
             chunk_steps += total_steps(chunk.config) - done
-    configs_count = sum(len(configs) for _, configs in groups)
+    configs_count = sum(len(configs) for _, _, configs in groups)
     from keras_nalu.sweeps.engines import engine_class
 
     packing = (
@@ -694,27 +719,47 @@ def parser() -> argparse.ArgumentParser:
     action.add_argument("--dry-run", action="store_true", help="print the plan")
     action.add_argument("--summarize", action="store_true", help="only the tables")
     options.add_argument(
-        "--only", default=",".join(PARTS), help=f"parts, comma-separated: {list(PARTS)}"
+        "--only",
+        default=",".join(PRIORITY),
+        help=f"parts, comma-separated, trained in this order: {list(PRIORITY)}",
     )
     options.add_argument("--models", help="only these presets, comma-separated")
     options.add_argument(
         "--hidden-sizes", help="only these Fig. 3 hidden sizes, e.g. 4,10"
     )
     options.add_argument(
-        "--seeds", help="every part's seeds (default 0-99, Fig. 3 0-49)"
+        "--seeds", help="every part's seeds (default 0-99, Fig. 3 0-49, NALM 0-24)"
     )
     options.add_argument(
         "--iterations",
         type=int,
         help="every part's steps (default: the paper's, 5·10⁶; Table 1 2·10⁵)",
     )
-    options.add_argument("--chunk-size", type=int, default=1000)
+    options.add_argument(
+        "--chunk-size",
+        type=int,
+        default=1000,
+        help="replicas a chunk (with --time-limit: the most; chunks are sized to "
+        "finish inside it)",
+    )
     options.add_argument("--chunks-per-device", type=int, default=1)
     options.add_argument(
-        "--time-limit", type=float, help="seconds; stop after a backup, rerun continues"
+        "--time-limit",
+        type=float,
+        help="seconds: chunks sized from measured step times so that each "
+        "finishes inside it; rerun the same command to continue",
+    )
+    options.add_argument(
+        "--fixed-chunks",
+        action="store_true",
+        help="with --time-limit: chunks of --chunk-size, stopped at the limit "
+        "after a backup, instead of chunks sized to finish",
     )
     options.add_argument("--backup-every", type=float, default=600.0, help="seconds")
     options.add_argument("--out", default=str(OUT), help="folder of results.csv")
+    options.add_argument(
+        "--nalm-out", default=str(nalm.OUT), help="folder of the NALM results.csv"
+    )
     options.add_argument(
         "--reuse",
         default=",".join(str(path) for path in REUSE),
@@ -732,9 +777,11 @@ def parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     names = [name.strip() for name in args.only.split(",") if name.strip()]
-    unknown = [name for name in names if name not in PARTS]
+    unknown = [name for name in names if name not in PRIORITY]
     if unknown:
-        raise SystemExit(f"paper.py: unknown parts {unknown}; expected {list(PARTS)}")
+        raise SystemExit(
+            f"paper.py: unknown parts {unknown}; expected {list(PRIORITY)}"
+        )
     models = None if args.models is None else args.models.split(",")
     out = Path(args.out)
     results_path = out / "results.csv"
@@ -742,6 +789,7 @@ def main(argv=None) -> int:
     if args.hidden_sizes is not None:
         hidden_sizes = [int(size) for size in args.hidden_sizes.split(",")]
     groups = sweep_groups(names, args.seeds, args.iterations, models, hidden_sizes)
+    nalm_cells = _nalm_cells(args) if NALM in names else []
     if args.dry_run:
         print(
             plan_text(
@@ -753,53 +801,130 @@ def main(argv=None) -> int:
                 args.chunks_per_device,
             )
         )
+        if nalm_cells:
+            left = nalm.seed_steps_left(
+                nalm_cells, _nalm_seeds(args), Path(args.nalm_out) / "results.csv"
+            )
+            print(
+                f"NALM benchmark (benchmarks/nalm.py): {len(nalm_cells)} cells, "
+                f"still to train: {left:.3e} seed-steps"
+            )
         return 0
     complete = True
     if args.full:
-        complete = train(groups, results_path, args)
-    reuse = [Path(path) for path in args.reuse.split(",") if path]
-    results = load_tables([results_path, *reuse])
-    text = summary_text(results, names, models)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "summary.md").write_text(text, encoding="utf-8")
-    if "fig3_hidden" in names:
-        hidden_size_seeds(results).to_csv(out / "fig3_hidden_seeds.csv", index=False)
-    print(text)
+        complete = train(groups, nalm_cells, names, results_path, args)
+    parts = [name for name in names if name != NALM]
+    if parts:
+        reuse = [Path(path) for path in args.reuse.split(",") if path]
+        results = load_tables([results_path, *reuse])
+        text = summary_text(results, parts, models)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "summary.md").write_text(text, encoding="utf-8")
+        if "fig3_hidden" in parts:
+            hidden_size_seeds(results).to_csv(
+                out / "fig3_hidden_seeds.csv", index=False
+            )
+        print(text)
+    if nalm_cells:
+        nalm_text = nalm.write_summary(Path(args.nalm_out))
+        print(nalm_text or "NALM benchmark: no results yet.")
     if not complete:
         print("Stopped at the time limit: run the same command again to continue.")
     return 0
 
 
-def train(groups, results_path: Path, args) -> bool:
-    """Runs each seed group's sweep; False if the time limit stopped it."""
+def _nalm_seeds(args) -> str:
+    return args.seeds or nalm.SEEDS
+
+
+def _nalm_cells(args) -> list:
+    """The NALM benchmark's cells (every unit, operation, range, input size)."""
+    cells = nalm.plan(
+        nalm.NALM_INPUT_SIZES,
+        list(nalm.UNITS),
+        ("add", "sub", "mul", "div"),
+        iterations=args.iterations,
+    )
+    if args.models is None:
+        return cells
+    return [cell for cell in cells if cell.preset in args.models.split(",")]
+
+
+def train(groups, nalm_cells, names, results_path: Path, args) -> bool:
+    """Trains the parts in the order of `names`; False if the time limit stopped it.
+
+    With `--time-limit` (and not `--fixed-chunks`), chunks are sized from
+    measured step times so that each finishes inside the limit
+    (`keras_nalu.sweeps.planning.sweep_within`), and each finished chunk
+    prints a line.
+    """
+    from keras_nalu.sweeps.planning import sweep_within
     from keras_nalu.sweeps.runner import run_sweep
 
     deadline = None
     if args.time_limit is not None:
         deadline = time.monotonic() + args.time_limit
+    planned = deadline is not None and not args.fixed_chunks
+    by_name = {name: (seeds, configs) for name, seeds, configs in groups}
     results_path.parent.mkdir(parents=True, exist_ok=True)
-    for index, (seeds, configs) in enumerate(groups):
+    for index, name in enumerate(names):
+        if name == NALM:
+            if not nalm_cells:
+                continue
+            started = time.perf_counter()
+            complete = nalm.train(
+                nalm_cells,
+                _nalm_seeds(args),
+                Path(args.nalm_out) / "results.csv",
+                args.chunk_size,
+                deadline if planned else None,
+                args.backup_every,
+            )
+            print(f"NALM benchmark: {time.perf_counter() - started:.0f} s")
+            if not complete:
+                return False
+            continue
+        if name not in by_name:
+            continue
+        seeds, configs = by_name[name]
         time_limit = None
         if deadline is not None:
             time_limit = max(deadline - time.monotonic(), 0.0)
             if index and not time_limit:
                 return False
         started = time.perf_counter()
-        outcome = run_sweep(
-            configs,
-            seeds,
-            results_path,
-            chunk_size=args.chunk_size,
-            backup_every=args.backup_every,
-            time_limit=time_limit,
-            chunks_per_device=args.chunks_per_device,
-        )
-        print(
-            f"{len(configs)} configurations × {len(seeds)} seeds: "
-            f"{outcome.new_rows} new rows, {outcome.skipped} already there, "
-            f"{time.perf_counter() - started:.0f} s"
-        )
-        if not outcome.complete:
+        if planned:
+            complete = sweep_within(
+                configs,
+                seeds,
+                results_path,
+                deadline,
+                chunk_size=args.chunk_size,
+                backup_every=args.backup_every,
+                chunks_per_device=args.chunks_per_device,
+            )
+            print(
+                f"{PARTS[name].title}: {time.perf_counter() - started:.0f} s"
+                + ("" if complete else ", stopped at the time limit")
+            )
+        else:
+            outcome = run_sweep(
+                configs,
+                seeds,
+                results_path,
+                chunk_size=args.chunk_size,
+                backup_every=args.backup_every,
+                time_limit=time_limit,
+                chunks_per_device=args.chunks_per_device,
+            )
+            complete = outcome.complete
+            print(
+                f"{PARTS[name].title}: {len(configs)} configurations × "
+                f"{len(seeds)} seeds: {outcome.new_rows} new rows, "
+                f"{outcome.skipped} already there, "
+                f"{time.perf_counter() - started:.0f} s"
+            )
+        if not complete:
             return False
     return True
 

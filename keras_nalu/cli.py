@@ -14,6 +14,8 @@ import warnings
 import zipfile
 from pathlib import Path
 
+from keras_nalu._optional import installed
+
 
 class _Parser(argparse.ArgumentParser):
     """argparse that reports a bad flag in one line, without the usage dump."""
@@ -89,6 +91,12 @@ def _train(args) -> int:
             "pass --overwrite to replace it, or --name to pick another name."
         )
     if not args.no_export:
+        if not installed("tensorflow"):
+            raise ValueError(
+                "the SavedModel export needs tensorflow, which is not installed: "
+                "pip install tensorflow, or pass --no-export (the run still "
+                "saves model.keras)"
+            )
         model_dir = check_output_folder(args.export_dir, "--export-dir") / name
         if model_dir.exists():
             check_output_folder(model_dir, "--export-dir", args.export_dir)

@@ -145,11 +145,15 @@ def check_command(line: str, where: str) -> None:
         assert set(args) <= _make_targets(), f"{where}: no make target {args}"
     elif Path(command).name in ("python", "python3"):
         if args[0] == "-m":
-            assert args[1] in ("pytest", "keras_nalu", "build"), f"{where}: {line}"
+            modules = ("pytest", "keras_nalu", "build", "venv")
+            assert args[1] in modules, f"{where}: {line}"
         else:
             assert (ROOT / args[0]).is_file(), f"{where}: no file {args[0]}"
     else:
-        assert command in OTHER_TOOLS, f"{where}: unknown command {command!r}"
+        # a tool may be named by its path, e.g. a virtual environment's pip
+        assert Path(command).name in OTHER_TOOLS, (
+            f"{where}: unknown command {command!r}"
+        )
 
 
 @pytest.mark.parametrize("page", BASH_PAGES, ids=page_id)

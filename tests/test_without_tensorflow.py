@@ -1,6 +1,9 @@
 """`import keras_nalu` and its core work on JAX with TensorFlow unimportable."""
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -78,3 +81,57 @@ def test_require_names_what_to_install():
         require("no_such_module_xyz", "Plotting", "no-such-package")
     with pytest.raises(ImportError, match=r"pip install no-such-package$"):
         require("no_such_module_xyz", "Plotting", "no-such-package")
+
+
+def _import_without(blocked, tmp_path, monkeypatch):
+    """`import keras_nalu` with `blocked` modules unimportable, KERAS_BACKEND
+    unset and a Keras home of its own (no keras.json: Keras' default is
+    TensorFlow)."""
+    monkeypatch.delenv("KERAS_BACKEND", raising=False)
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras_home"))
+    block = "".join(f"sys.modules[{name!r}] = None; " for name in blocked)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import sys; {block}import keras_nalu, keras, os; "
+            "print(keras.backend.backend(), os.environ['KERAS_BACKEND'])",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
+
+
+@pytest.mark.skipif(not installed("jax"), reason="needs JAX")
+def test_jax_is_picked_where_keras_would_fall_back_to_a_missing_tensorflow(
+    tmp_path, monkeypatch
+):
+    done = _import_without(["tensorflow"], tmp_path, monkeypatch)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["jax", "jax"]
+
+
+def test_without_tensorflow_or_jax_the_import_says_what_to_install(
+    tmp_path, monkeypatch
+):
+    done = _import_without(["tensorflow", "jax"], tmp_path, monkeypatch)
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == (
+        "ImportError: Keras' default backend, TensorFlow, is not installed, and "
+        "neither is JAX: pip install tensorflow, or pip install jax and set "
+        "KERAS_BACKEND=jax."
+    )
+
+
+def test_a_chosen_backend_is_left_alone(tmp_path, monkeypatch):
+    # With TensorFlow installed, Keras' default stays TensorFlow.
+    monkeypatch.delenv("KERAS_BACKEND", raising=False)
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras_home"))
+    stdout = run_in_fresh_python(
+        "import keras_nalu, keras, os; "
+        "print(keras.backend.backend(), os.environ.get('KERAS_BACKEND'))"
+    )
+    assert stdout.split()[-2:] == ["tensorflow", "None"]

@@ -76,15 +76,16 @@ def simulate_threshold(
     """MSE between W^ε's and the exact solution's outputs on extrapolation inputs.
 
     Inputs are drawn with the task's own sampler from its extrapolation range
-    (`samples` of them, in chunks), and both solutions are evaluated in
-    float64.
+    (`samples` of them, in chunks; `sample_numpy`, the same numbers as
+    TensorFlow's stateless draw, computed without TensorFlow), and both
+    solutions are evaluated in float64.
     """
     exact = nearly_perfect_kernel(task, 0.0)
     near = nearly_perfect_kernel(task, epsilon)
     total, count = 0.0, 0
     for chunk_index, start in enumerate(range(0, samples, _CHUNK)):
         n = min(_CHUNK, samples - start)
-        x, _ = task.sample(n, "extrapolation", seed=(seed, chunk_index))
+        x, _ = task.sample_numpy(n, "extrapolation", seed=(seed, chunk_index))
         x = np.asarray(x, dtype=np.float64)
         y_near = _evaluate(task.operation, x @ near)
         y_exact = _evaluate(task.operation, x @ exact)
@@ -184,15 +185,15 @@ def simulate_single_module_threshold(
         ×:     t_ε = (1 - ε)²·a·b·∏_j (1 - ε·|x_j|)
         ÷:     t_ε = (1 - ε)/(1 + ε)·(a / b)·∏_j (1 - ε·|x_j|)
 
-    Inputs are drawn with the task's own sampler from its extrapolation range,
-    and both solutions are evaluated in float64.
+    Inputs are drawn with the task's own NumPy sampler (`sample_numpy`) from
+    its extrapolation range, and both solutions are evaluated in float64.
     """
     first, second = _single_inputs(task)
     others = [i for i in range(task.input_size) if i not in (first, second)]
     total, count = 0.0, 0
     for chunk_index, start in enumerate(range(0, samples, _CHUNK)):
         n = min(_CHUNK, samples - start)
-        x, _ = task.sample(n, "extrapolation", seed=(seed, chunk_index))
+        x, _ = task.sample_numpy(n, "extrapolation", seed=(seed, chunk_index))
         x = np.asarray(x, dtype=np.float64)
         a, b = x[:, first], x[:, second]
         exact = _evaluate(task.operation, np.stack([a, b], axis=1))

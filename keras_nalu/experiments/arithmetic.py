@@ -360,8 +360,14 @@ def run_experiment(
         all_callbacks.append(ProgressBar(config.iterations, description=name))
     steps_per_epoch, epochs = fit_epochs(config)
     started = time.perf_counter()
+    # tf.data on TensorFlow; elsewhere the same inputs drawn in NumPy, so a
+    # run needs no TensorFlow (the JAX route of a GPU machine).
+    if keras.backend.backend() == "tensorflow":
+        batches = task.train_dataset()
+    else:
+        batches = task.train_batches()
     model.fit(
-        task.train_dataset(),
+        batches,
         steps_per_epoch=steps_per_epoch,
         epochs=epochs,
         callbacks=all_callbacks,

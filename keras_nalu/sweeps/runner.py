@@ -101,6 +101,7 @@ def _local_backend(
     backup_every=600.0,
     deadline=None,
     chunks_per_device=1,
+    chunk_seconds=None,
 ):
     import keras
 
@@ -120,10 +121,25 @@ def _local_backend(
             devices = (devices or jax.devices()[:1]) * chunks_per_device
         if devices and len(chunks) > 1:
             _train_on_devices(
-                chunks, devices, on_rows, on_steps, backup_of, backup_every, deadline
+                chunks,
+                devices,
+                on_rows,
+                on_steps,
+                backup_of,
+                backup_every,
+                deadline,
+                chunk_seconds,
             )
         else:
-            _train_chunks(chunks, on_rows, on_steps, backup_of, backup_every, deadline)
+            _train_chunks(
+                chunks,
+                on_rows,
+                on_steps,
+                backup_of,
+                backup_every,
+                deadline,
+                chunk_seconds,
+            )
 
 
 def _out_of_time(deadline) -> bool:
@@ -150,12 +166,30 @@ def _train_one_chunk(chunk, on_steps, backup_of, backup_every, deadline=None):
     return rows
 
 
+def _fits(chunk, deadline, chunk_seconds) -> bool:
+    """Whether `chunk` is predicted to finish by `deadline` (True if unknown)."""
+    if deadline is None or chunk_seconds is None:
+        return True
+    return time.monotonic() + chunk_seconds(chunk) <= deadline
+
+
 def _train_chunks(
-    chunks, on_rows, on_steps, backup_of=None, backup_every=600.0, deadline=None
+    chunks,
+    on_rows,
+    on_steps,
+    backup_of=None,
+    backup_every=600.0,
+    deadline=None,
+    chunk_seconds=None,
 ):
     from keras_nalu.sweeps.engines import TimeLimitReached
 
     for index, chunk in enumerate(chunks):
+        if not _fits(chunk, deadline, chunk_seconds):
+            raise TimeLimitReached(
+                f"the sweep stopped before a chunk that would not finish by its "
+                f"time limit, with {len(chunks) - index} chunks left"
+            )
         on_rows(_train_one_chunk(chunk, on_steps, backup_of, backup_every, deadline))
         if index + 1 < len(chunks) and _out_of_time(deadline):
             raise TimeLimitReached(
@@ -165,7 +199,14 @@ def _train_chunks(
 
 
 def _train_on_devices(
-    chunks, devices, on_rows, on_steps, backup_of, backup_every, deadline=None
+    chunks,
+    devices,
+    on_rows,
+    on_steps,
+    backup_of,
+    backup_every,
+    deadline=None,
+    chunk_seconds=None,
 ):
     """One chunk per device at a time, each in a thread pinned to its device.
 
@@ -201,6 +242,9 @@ def _train_on_devices(
                     try:
                         chunk = todo.get_nowait()
                     except queue.Empty:
+                        return
+                    if not _fits(chunk, deadline, chunk_seconds):
+                        todo.put(chunk)  # left for the next sweep
                         return
                     done.put(
                         _train_one_chunk(
@@ -320,6 +364,7 @@ def run_sweep(
     backup_every: float | None = 600.0,
     time_limit: float | None = None,
     chunks_per_device: int = 1,
+    chunk_seconds: Callable[[Chunk], float] | None = None,
 ) -> SweepOutcome:
     """Trains every (configuration, seed) of a grid that the results file lacks.
 
@@ -358,6 +403,9 @@ def run_sweep(
         chunks_per_device: on the JAX engine, how many chunks train side by
             side on each device (threads sharing it), for chunks too small
             to fill an accelerator alone.
+        chunk_seconds: with `time_limit`, a chunk's predicted wall time: no
+            chunk starts that is predicted to end after the limit
+            (`keras_nalu.sweeps.planning` sizes chunks so that they finish).
 
     Returns:
         A `SweepOutcome`; its `results` are this sweep's rows of the file.
@@ -463,6 +511,7 @@ def run_sweep(
                     backup_every or 0.0,
                     deadline,
                     chunks_per_device,
+                    chunk_seconds,
                 )
             elif chunks:
                 _ray_backend(chunks, on_rows, on_steps, ray_address)

@@ -7,8 +7,10 @@ a key and counter scrambled from the seed pair, one 32-bit word per float32
 computes the same words in NumPy, so the fixed validation and test sets of the
 tasks are the same with or without TensorFlow installed, on every engine:
 `philox_uniform(shape, (s, 0))` equals
-`tf.random.stateless_uniform(shape, (s, 0))` bit for bit
-(`tests/tasks/test_ranges.py` checks it against TensorFlow).
+`tf.random.stateless_uniform(shape, (s, 0))` bit for bit, and
+`fold_in(seed, b)` equals `tf.random.experimental.stateless_fold_in(seed, b)`
+for an int64 `b` (`tests/tasks/test_ranges.py` and
+`tests/tasks/test_arithmetic.py` check both against TensorFlow).
 """
 
 from __future__ import annotations
@@ -55,6 +57,38 @@ def _key_and_counter(seed) -> tuple[tuple[int, int], int]:
     key = (mixed[0], mixed[1])
     start = (mixed[2] << 64) | (mixed[3] << 96)
     return key, start
+
+
+def _signed64(value: int) -> int:
+    return value - 2**64 if value >= 2**63 else value
+
+
+def fold_in(seed, data: int) -> tuple[int, int]:
+    """TensorFlow's `stateless_fold_in(seed, data)` for an int64 `data`.
+
+    TensorFlow draws one full-range int64 from `seed` (Philox words w₀, w₁ of
+    the seed's first counter, read as w₁·2³² + w₀) and pairs it with `data`;
+    so the first element depends on `seed` only.
+
+    Args:
+        seed: a pair of integers.
+        data: the integer folded in.
+
+    Returns:
+        The new seed pair `(drawn, data)`.
+
+    Example:
+
+    >>> from keras_nalu.tasks._philox import fold_in
+    >>> fold_in((0, 1), 5)[1]
+    5
+    """
+    key, start = _key_and_counter(seed)
+    counter = np.array(
+        [(start >> shift) & 0xFFFFFFFF for shift in (0, 32, 64, 96)], np.uint32
+    )[:, None]
+    words = _philox(counter, key)[:, 0]
+    return _signed64((int(words[1]) << 32) | int(words[0])), int(data)
 
 
 def philox_uniform(shape, seed, minval=0.0, maxval=1.0) -> np.ndarray:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import math
 import numbers
 import operator
@@ -23,6 +24,7 @@ from keras_nalu._validation import (
     check_non_negative_int,
     check_positive_int,
 )
+from keras_nalu.tasks._philox import fold_in
 from keras_nalu.tasks.ranges import OverlappingRangesWarning, Range
 
 OPERATIONS = ("add", "sub", "mul", "div", "squared", "root")
@@ -473,6 +475,55 @@ class _SubsetSumTask:
             (self.batch_size, *self._example_shape("interpolation")), batch_seed
         )
 
+    def train_inputs_numpy(self, index: int) -> np.ndarray:
+        """`train_inputs(index)` computed in NumPy: the same float32 inputs,
+        bit for bit, without TensorFlow.
+
+        Args:
+            index: the batch index, an integer.
+
+        Returns:
+            A float32 NumPy array `(batch_size, *example_shape)`.
+
+        Example:
+
+        >>> from keras_nalu.tasks import ArithmeticTask
+        >>> ArithmeticTask(input_size=10, seed=3).train_inputs_numpy(0).shape
+        (128, 10)
+        """
+        return self._numpy_batch(self._stream_seed(), index)
+
+    def _stream_seed(self) -> int:
+        # fold_in's drawn half depends on the key only, not on the batch.
+        return fold_in((self.seed, _TRAIN_STREAM), 0)[0]
+
+    def _numpy_batch(self, stream_seed: int, index: int) -> np.ndarray:
+        return self.interpolation_range.sample_numpy(
+            (self.batch_size, *self._example_shape("interpolation")),
+            (stream_seed, int(index)),
+        )
+
+    def train_batches(self, initial_batch: int = 0):
+        """`train_dataset()` without TensorFlow: an endless iterator of batches.
+
+        Batch `b` holds `train_inputs_numpy(b)`, the inputs of batch `b` of
+        `train_dataset()` bit for bit, and their targets, summed in float64
+        and rounded once to float32 (`target`; TensorFlow sums in float32, so
+        a target may differ from the tf.data stream's in its last bit).
+        `model.fit` reads it on every Keras backend.
+
+        Args:
+            initial_batch: index of the first batch (0 starts the stream).
+
+        Returns:
+            An iterator of `(x, t)` float32 NumPy batches.
+        """
+        first = check_non_negative_int(
+            type(self).__name__, "initial_batch", initial_batch
+        )
+        draw = functools.partial(self._numpy_batch, self._stream_seed())
+        return ((x, self.target(x)) for x in map(draw, itertools.count(first)))
+
     def _fixed_data(self, which: str, size: int, seed: int):
         x = _fixed_inputs(self._range(which), (size, *self._example_shape(which)), seed)
         return x, self.target(x)
@@ -656,6 +707,29 @@ class ArithmeticTask(_SubsetSumTask):
             `(x, t)` float32 tensors of shapes `(n, input_size)` and `(n, 1)`.
         """
         x = self._range(which).sample((n, *self._example_shape(which)), seed)
+        return x, self.target(x)
+
+    def sample_numpy(self, n: int, which: str, seed):
+        """`sample` computed in NumPy: the same float32 inputs, without TensorFlow.
+
+        Args:
+            n: number of examples.
+            which: "interpolation" or "extrapolation".
+            seed: an integer or a pair of integers.
+
+        Returns:
+            `(x, t)` NumPy arrays: `x` float32 `(n, input_size)`, equal to
+            `sample(n, which, seed)[0]` bit for bit, and `t` `(n, 1)`.
+
+        Example:
+
+        >>> from keras_nalu.tasks import ArithmeticTask
+        >>> x, t = ArithmeticTask(input_size=4, explicit_subsets=((0, 2), (2, 4))
+        ...                       ).sample_numpy(2, "extrapolation", seed=7)
+        >>> x.shape, t.shape
+        ((2, 4), (2, 1))
+        """
+        x = self._range(which).sample_numpy((n, *self._example_shape(which)), seed)
         return x, self.target(x)
 
 

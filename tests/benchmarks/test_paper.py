@@ -2,6 +2,7 @@
 
 import math
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -40,11 +41,26 @@ def test_the_papers_figure_3_counts():
 
 
 def test_the_full_plan_counts_every_configuration_once(tmp_path):
-    groups = paper.sweep_groups(list(paper.PARTS))
-    assert [len(seeds) for seeds, _ in groups] == [100, 50]
+    groups = paper.sweep_groups(list(paper.PRIORITY))
+    # In priority order; a configuration trains in its first part with the
+    # seeds of every part it belongs to: Fig. 3's points that are Table 6
+    # rows (hidden size 2) get 100 seeds.
+    assert [(name, len(seeds)) for name, seeds, _ in groups] == [
+        ("table2", 100),
+        ("fig3_hidden", 50),
+        ("fig3_hidden", 100),
+        ("table6", 100),
+        ("table5", 100),
+        ("fig3_range", 50),
+        ("table1", 100),
+    ]
     # Tables 1, 2, 5, 6 (+ the three biased baselines): 3 + 11 + 6 + 84 rows,
     # 91 distinct; Fig. 3: 45 + 35 points, 70 not already in the tables.
-    assert [len(configs) for _, configs in groups] == [91, 70]
+    counts = [len(configs) for _, _, configs in groups]
+    by_seeds = {100: 0, 50: 0}
+    for (_, seeds, _), count in zip(groups, counts):
+        by_seeds[len(seeds)] += count
+    assert by_seeds == {100: 91, 50: 70}
     text = paper.plan_text(groups, tmp_path / "results.csv", 1000, rate=4e4)
     steps = 3 * 100 * 2e5 + 88 * 100 * 5e6 + 70 * 50 * 5e6
     assert "configurations: 161, runs (config × seed): 12600" in text
@@ -55,7 +71,7 @@ def test_the_full_plan_counts_every_configuration_once(tmp_path):
 
 def test_the_plan_leaves_out_finished_runs(tmp_path):
     groups = paper.sweep_groups(["table1"], seeds="0-1", iterations=1000)
-    ((seeds, configs),) = groups
+    ((_, seeds, configs),) = groups
     assert seeds == [0, 1] and {c.iterations for c in configs} == {1000}
     path = tmp_path / "results.csv"
     row = {"model": "nmu", "operation": "mul", "seed": 0, "success": True}
@@ -68,9 +84,10 @@ def test_the_plan_leaves_out_finished_runs(tmp_path):
 
 
 def test_the_plan_takes_a_part_of_a_part():
-    ((seeds, configs),) = paper.sweep_groups(
+    ((name, seeds, configs),) = paper.sweep_groups(
         ["fig3_hidden"], models=["nmu"], hidden_sizes=[4, 10]
     )
+    assert name == "fig3_hidden"
     assert seeds == list(range(50))
     assert [(c.model, c.hidden_size, c.iterations) for c in configs] == [
         ("nmu", 4, 5_000_000),
@@ -173,7 +190,7 @@ def test_a_time_limit_stops_the_command_and_the_same_command_continues(
         argv += ["2000", "--reuse", "", "--out", str(tmp_path)]
         return paper.main([*argv, *extra])
 
-    command("--seeds", "0-1", "--time-limit", "0")
+    command("--seeds", "0-1", "--time-limit", "0", "--fixed-chunks")
     assert "Stopped at the time limit" in capsys.readouterr().out
     results = tmp_path / "results.csv"
     assert not results.exists() or read_results(results).empty
@@ -187,3 +204,29 @@ def test_a_time_limit_stops_the_command_and_the_same_command_continues(
     assert not list((tmp_path / "results.csv.backup").glob("*.npz"))  # used up
     assert sorted(read_results(results)["seed"]) == [0, 1, 2]
     assert (tmp_path / "summary.md").read_text().startswith("## Table 1")
+
+
+def test_a_chunk_planned_for_a_time_limit_finishes_inside_it(tmp_path, capsys):
+    started = time.monotonic()
+    argv = ["--full", "--only", "table1", "--models", "nmu", "--iterations", "2000"]
+    argv += ["--seeds", "0-3", "--time-limit", "480", "--reuse", ""]
+    assert paper.main([*argv, "--out", str(tmp_path)]) == 0
+    elapsed = time.monotonic() - started
+    output = capsys.readouterr().out
+    assert elapsed < 480
+    # one measurement, then the chunk, trained to its end and written
+    assert "measured nmu:" in output
+    assert "chunk done: 4 runs of nmu" in output
+    assert "Stopped" not in output
+    rows = read_results(tmp_path / "results.csv")
+    assert sorted(rows["seed"]) == [0, 1, 2, 3]
+    assert set(rows["iterations"]) == {2000}
+    assert not list(tmp_path.glob("results.csv.backup/*"))
+
+
+def test_the_dry_run_lists_the_nalm_benchmark_in_its_place(tmp_path, capsys):
+    argv = ["--dry-run", "--only", "table2,nalm", "--iterations", "1000"]
+    assert paper.main([*argv, "--nalm-out", str(tmp_path), "--out", str(tmp_path)]) == 0
+    output = capsys.readouterr().out
+    # 24 cells; with 1,000 steps, 9 ranges (fewer where a range is refused)
+    assert "NALM benchmark (benchmarks/nalm.py): 24 cells, still to train:" in output

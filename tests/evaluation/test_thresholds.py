@@ -10,6 +10,8 @@ from keras_nalu.evaluation import (
 from keras_nalu.evaluation.thresholds import simulate_single_module_threshold
 from keras_nalu.tasks import ArithmeticTask
 from keras_nalu.tasks.nalm import single_module_task
+from tests import route_without_tensorflow as route
+from tests.backend import requires_tensorflow
 
 # The reference code's values for the default configuration (Madsen & Johansen 2020,
 # §4.1.1).
@@ -111,3 +113,76 @@ def test_single_module_and_two_layer_thresholds_are_cached_apart(tmp_path, monke
     assert two_layer < 1e-25 and single > 1e-7
     assert len(list((tmp_path / "thresholds").glob("*.json"))) == 2
     assert single_module_threshold(task, samples=20_000) == single
+
+
+def _tensorflow_drawn(task, rule):
+    """The threshold with the inputs drawn by TensorFlow's sampler (`sample`)."""
+    from keras_nalu.evaluation import thresholds
+
+    simulate = {
+        "two_layer": thresholds.simulate_threshold,
+        "single_module": thresholds.simulate_single_module_threshold,
+    }[rule]
+
+    class TensorFlowDrawn:
+        def __getattr__(self, name):
+            return getattr(task, name)
+
+        def sample_numpy(self, n, which, seed):
+            x, t = task.sample(n, which, seed)
+            return np.asarray(x), np.asarray(t)
+
+    return simulate(TensorFlowDrawn())
+
+
+@requires_tensorflow
+@pytest.mark.parametrize(
+    "task, rule",
+    [
+        (route.sub_task(), "two_layer"),
+        (ArithmeticTask(operation="mul", input_size=30), "two_layer"),
+        (
+            ArithmeticTask(
+                operation="div",
+                interpolation_range="U[-2,-1]",
+                extrapolation_range="U[-6,-2]",
+            ),
+            "two_layer",
+        ),
+        (single_module_task("div", input_size=10), "single_module"),
+    ],
+    ids=["sub-20-inputs", "mul-30-inputs", "div-negative", "single-module-div"],
+)
+def test_the_numpy_draw_gives_the_tensorflow_drawn_threshold(task, rule):
+    """Thresholds are simulated without TensorFlow since this package's NumPy
+    sampler draws TensorFlow's numbers: the two estimates from 10⁶ draws agree
+    to float64 rounding (1e-12 relative), far inside their simulation error
+    (about 10⁻³ of the threshold)."""
+    from keras_nalu.evaluation import thresholds
+
+    simulate = {
+        "two_layer": thresholds.simulate_threshold,
+        "single_module": thresholds.simulate_single_module_threshold,
+    }[rule]
+    numpy_drawn = simulate(task)
+    tensorflow_drawn = _tensorflow_drawn(task, rule)
+    assert numpy_drawn == pytest.approx(tensorflow_drawn, rel=1e-12)
+
+
+@requires_tensorflow
+def test_the_route_without_tensorflow_checks_the_tensorflow_drawn_value():
+    # tests/route_without_tensorflow.py compares its rows with these numbers.
+    task = route.sub_task()
+    threshold = _tensorflow_drawn(task, "two_layer")
+    assert threshold == pytest.approx(route.SUB_THRESHOLD, rel=1e-12)
+    exact, near = nearly_perfect_kernel(task, 0.0), nearly_perfect_kernel(task, 1e-5)
+    squares = []
+    for chunk in range(10):
+        x, _ = task.sample(100_000, "extrapolation", (2_020, chunk))
+        x = np.asarray(x, np.float64)
+        error = (x @ near - x @ exact) @ np.array([1.0, -1.0])
+        squares.append(error**2)
+    squares = np.concatenate(squares)
+    assert squares.mean() == pytest.approx(threshold, rel=1e-9)
+    standard_error = squares.std() / np.sqrt(squares.size)
+    assert standard_error == pytest.approx(route.SUB_STANDARD_ERROR, rel=0.05)

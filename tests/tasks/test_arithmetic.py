@@ -430,3 +430,50 @@ def test_apply_operation_on_arrays_and_tensors(operation):
 def test_apply_operation_rejects_unknown():
     with pytest.raises(ValueError, match="operation='pow'"):
         apply_operation("pow", [1.0, 2.0])
+
+
+@pytest.mark.parametrize("seed", [0, 3, 1001, 2**40 + 5, 2**63 - 1])
+@pytest.mark.parametrize("data", [0, 5, 2**33])
+def test_fold_in_is_tensorflows(seed, data):
+    from keras_nalu.tasks._philox import fold_in
+
+    key = tf.constant([seed, 1], tf.int64)
+    expected = tf.random.experimental.stateless_fold_in(
+        key, tf.constant(data, tf.int64)
+    )
+    assert fold_in((seed, 1), data) == tuple(int(v) for v in expected.numpy())
+
+
+@pytest.mark.parametrize(
+    "task",
+    [
+        ArithmeticTask(input_size=10, seed=3),
+        ArithmeticTask(
+            seed=5,
+            interpolation_range="U[-2,2]",
+            extrapolation_range="U[-6,-2] ∪ U[2,6]",
+        ),
+        ArithmeticTask(
+            operation="div",
+            seed=2**33,
+            interpolation_range="U[2,6]",
+            extrapolation_range="U[6,10]",
+        ),
+        simple_function_task(seed=7),
+    ],
+    ids=["add", "union", "div", "simple"],
+)
+def test_the_numpy_stream_draws_the_tf_data_inputs(task):
+    """`train_batches` (no TensorFlow) yields the inputs of `train_dataset`
+    bit for bit; the targets, summed in float64, agree to float32 rounding."""
+    pairs = zip(task.train_dataset(initial_batch=7), task.train_batches(7))
+    for index, ((x, t), (x_numpy, t_numpy)) in enumerate(itertools.islice(pairs, 4)):
+        np.testing.assert_array_equal(x.numpy(), x_numpy)
+        np.testing.assert_allclose(t.numpy(), t_numpy, rtol=2e-6)
+        np.testing.assert_array_equal(task.train_inputs_numpy(7 + index), x_numpy)
+        assert x_numpy.dtype == t_numpy.dtype == np.float32
+
+
+def test_the_numpy_stream_refuses_a_negative_start_at_once():
+    with pytest.raises(ValueError, match="initial_batch"):
+        ArithmeticTask().train_batches(-1)
