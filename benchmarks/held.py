@@ -119,8 +119,9 @@ def summary_text(results: pd.DataFrame) -> str:
     ]
     for key, group in results.groupby(list(SETTING), sort=False):
         hidden_size, steps, regularizer, epsilon = key
-        above, total = int(group["above_threshold"].sum()), int(
-            group["evaluations"].sum()
+        above, total = (
+            int(group["above_threshold"].sum()),
+            int(group["evaluations"].sum()),
         )
         rate, lower, upper = success_rate_interval(above, total)
         per_seed = f"{group['above_threshold'].min()}–{group['above_threshold'].max()}"
