@@ -38,9 +38,6 @@ import pandas as pd
 os.environ.setdefault("KERAS_BACKEND", "jax")
 
 import jax  # noqa: E402
-
-jax.config.update("jax_enable_x64", True)  # float64 beside float32
-
 import keras  # noqa: E402
 
 from keras_nalu.layers import NMU  # noqa: E402
@@ -140,6 +137,7 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--out", default=str(OUT))
     args = parser.parse_args(argv)
+    jax.config.update("jax_enable_x64", True)  # float64 beside float32
     names = [name.strip() for name in args.ranges.split(";")]
     unknown = [name for name in names if name not in RANGES]
     if unknown:

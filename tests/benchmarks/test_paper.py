@@ -169,4 +169,6 @@ def test_a_time_limit_stops_the_command_and_the_same_command_continues(
     assert "Stopped" not in output and "| mul | nmu | 2·10³ | 3 |" in output
     assert not list((tmp_path / "results.csv.backup").glob("*.npz"))  # used up
     assert sorted(read_results(results)["seed"]) == [0, 1, 2]
-    assert (tmp_path / "summary.md").read_text().startswith("## Table 1")
+    summary = (tmp_path / "summary.md").read_text()
+    assert summary.startswith("<!-- --8<-- [start:verdict] -->")
+    assert "## Table 1" in summary and "<!-- --8<-- [start:table1] -->" in summary
