@@ -84,10 +84,12 @@ RESULTS = Path(__file__).resolve().parent / "results"
 OUT = RESULTS / "paper"
 REUSE = tuple(
     RESULTS / name / "results.csv"
-    for name in ("table2", "table6", "fig3", "fig3-full", "linear-sub")
+    for name in ("table2", "table6", "fig3-full", "fig3", "linear-sub")
 )
 """The committed results files whose rows join the tables (a missing one is
-skipped; `fig3-full` holds the Fig. 3 points run at the full budget)."""
+skipped; `fig3-full` holds the Fig. 3 points run at the full budget). A
+(configuration, seed) in two files is taken from the first: `fig3-full`'s
+38-seed runs come before `fig3`'s 5-seed run of the same configuration."""
 
 BIASED_BASELINES = ("linear_bias", "relu_bias", "relu6_bias")
 """The reference code's baselines (with biases), run beside this package's."""

@@ -409,7 +409,7 @@ QUOTED = (
         "stop at step {} on non-finite weights, their step-0 interpolation MSE {} "
         "to {}.",
         "nalm/results.csv",
-        "stopped_at_start",
+        "stopped_at_start and unit in ['nmu', 'snmu'] and input_size == 10",
         lambda r: (
             _count(r["unit"] == "snmu"),
             _count(r["unit"] == "nmu"),
