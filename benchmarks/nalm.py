@@ -42,8 +42,8 @@ pooled rates (`published.NALM_10_INPUTS`) stand beside ours with the verdict
 of `published.verdict` under each rule.
 
 Writes `benchmarks/results/nalm/results.csv` and `summary.md`; the summary's
-pieces sit between named markers for the docs: `rules`, `pooled`,
-`per-range`, `to-run`.
+pieces sit between named markers for the docs: `rules`, `verdict`,
+`pooled`, `per-range`, `to-run`.
 """
 
 from __future__ import annotations
@@ -305,7 +305,8 @@ def summary_text(rows: pd.DataFrame, missing: list[str] | None = None) -> str:
             f"| {_where(group)} |"
         )
     parts = [
-        section("rules", f"{RULES}\n\n{VERDICT_RULE}"),
+        section("rules", RULES),
+        section("verdict", VERDICT_RULE),
         "Over all ranges (every seed of every range pooled):\n",
         section("pooled", "\n".join(pooled)),
         "Per range:\n",

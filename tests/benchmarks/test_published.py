@@ -50,3 +50,10 @@ def test_the_figure_3_counts_say_where_they_come_from():
     assert "read off its Wilson error bars" in published.FIG_3_COUNTS_NOTE
     assert "50 seeds a point" in published.FIG_3_COUNTS_NOTE
     assert "App. C.3 (Fig. 7)" in published.__doc__
+
+
+def test_the_docstring_examples_run():
+    import doctest
+
+    result = doctest.testmod(published, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 4 and result.failed == 0
