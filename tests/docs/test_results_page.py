@@ -651,6 +651,19 @@ def test_no_table_is_typed_on_the_page():
     assert typed == [], "tables belong in a summary file, included with --8<--"
 
 
+def test_every_list_starts_after_a_blank_line():
+    """Python-Markdown runs a list on into the paragraph above it otherwise."""
+    lines = re.sub(r"```.*?```", "", page(), flags=re.S).splitlines()
+    inline = [
+        line
+        for above, line in zip(lines, lines[1:])
+        if line.startswith(("- ", "* ", "1. "))
+        and above.strip()
+        and not above.startswith(("- ", "* ", "  ", "1. "))
+    ]
+    assert inline == []
+
+
 def _section(include: str) -> str:
     path, _, name = include.partition(":")
     text = (ROOT / path).read_text(encoding="utf-8")
