@@ -20,18 +20,29 @@ Usage::
         [--baseline-seeds 4] [--unit-seeds 5]
         [--out benchmarks/results/mnist.json]
     python benchmarks/mnist.py --plot-only   # redraw the PNGs from the JSON
+    python benchmarks/mnist.py --summarize   # mnist.md from the JSON
 
-Writes the JSON and, per task, `mnist-<task>.png`: the success rate against
-the test length with Wilson 95 % intervals (Madsen & Johansen 2020, Fig. 4 / Fig. 13).
+Writes the JSON, `mnist.md` (per task, the unit seeds within the bound at
+each test length, then each length's MSEs and bound) and, per task,
+`mnist-<task>.png`: the success rate against the test length with Wilson
+95 % intervals (Madsen & Johansen 2020, Fig. 4 / Fig. 13).
 """
 
 import argparse
 import json
 import statistics
+import sys
 import time
 from pathlib import Path
 
-from keras_nalu.experiments import mnist
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from published import section  # noqa: E402
+
+from keras_nalu.experiments import mnist  # noqa: E402
+
+#: The test length each task is reported at (Madsen & Johansen 2020, §4.2).
+REPORTED_LENGTH = {"product": 10, "sum": 100}
 
 TASKS = {
     "product": dict(
@@ -152,6 +163,34 @@ def markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
+def summary_markdown(results: list[dict]) -> str:
+    """Every task's unit seeds within the bound per length, then the details.
+
+    Sections for the docs (`file.md:name`): `summary`, and one per task.
+    """
+    lines = [
+        "| task | trained on | unit seeds within the bound, per test length "
+        "| wall time |",
+        "|---|--:|---|--:|",
+    ]
+    for result in results:
+        counts = []
+        for row in result["table"]:
+            count = f"{row['length']}: {sum(row['success'])}/{len(row['success'])}"
+            if row["length"] == REPORTED_LENGTH.get(result["task"]):
+                count = f"**{count}**"
+            counts.append(count)
+        lines.append(
+            f"| {result['task']}, {result['unit'].upper()} "
+            f"| {result['options']['train_length']} digits | {' · '.join(counts)} "
+            f"| {result['wall_time']:,.0f} s |"
+        )
+    parts = [section("summary", "\n".join(lines))]
+    for result in results:
+        parts += [f"{result['task']}:\n", section(result["task"], markdown(result))]
+    return "\n".join(parts)
+
+
 def plot(result: dict, out_dir: Path) -> str:
     """Success rate against test length of one task's unit seeds."""
     records = [{"config": {"unit": result["unit"]}, **run} for run in result["runs"]]
@@ -168,11 +207,20 @@ def main() -> None:
     parser.add_argument(
         "--plot-only", action="store_true", help="redraw the PNGs from --out"
     )
+    parser.add_argument(
+        "--summarize", action="store_true", help="write mnist.md from --out"
+    )
     args = parser.parse_args()
     out = Path(args.out)
-    if args.plot_only:
-        for result in json.loads(out.read_text()):
-            print(plot(result, out.parent))
+    if args.plot_only or args.summarize:
+        results = json.loads(out.read_text())
+        if args.plot_only:
+            for result in results:
+                print(plot(result, out.parent))
+        else:
+            text = summary_markdown(results)
+            out.with_suffix(".md").write_text(text + "\n", encoding="utf-8")
+            print(text)
         return
     if args.baseline_seeds < 2 or args.unit_seeds < 1:
         parser.error("needs --baseline-seeds >= 2 and --unit-seeds >= 1")
@@ -190,6 +238,7 @@ def main() -> None:
     out.write_text(json.dumps(results, indent=2))
     for result in results:
         print(plot(result, out.parent))
+    out.with_suffix(".md").write_text(summary_markdown(results) + "\n", "utf-8")
 
 
 if __name__ == "__main__":

@@ -30,7 +30,20 @@ papers, each with a Wilson 95 % interval:
 The results file's own `success` column is the `simulated` rule
 (`ExperimentConfig.success_threshold` of a single-module preset).
 
-Writes `benchmarks/results/nalm/results.csv` and `summary.md`.
+A run that stops on a non-finite loss or weights counts as a failure and
+stays in the denominator, as in the authors' analysis (their R scripts set
+`solved = replace_na(extrapolation < threshold, FALSE)`). Runs that stop
+before their first evaluation after step 0 ("stopped at the start") are
+counted apart: on U[10, 20] and U[−20, −10] with 10 inputs the first
+gradient of the NMU's product is so large that its square, Adam's second
+moment, overflows float32 (`benchmarks/overflow.py` shows it). The pooled
+table gives each rule's rate with and without those runs. The published
+pooled rates (`published.NALM_10_INPUTS`) stand beside ours with the verdict
+of `published.verdict` under each rule.
+
+Writes `benchmarks/results/nalm/results.csv` and `summary.md`; the summary's
+pieces sit between named markers for the docs: `rules`, `verdict`,
+`pooled`, `per-range`, `to-run`.
 """
 
 from __future__ import annotations
@@ -46,6 +59,15 @@ from pathlib import Path
 import pandas as pd
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TF's start-up lines
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from published import (  # noqa: E402
+    NALM_10_INPUTS,
+    OPERATION_SIGNS,
+    VERDICT_RULE,
+    section,
+    verdict,
+)
 
 from keras_nalu.evaluation.statistics import success_rate_interval  # noqa: E402
 from keras_nalu.experiments import ExperimentConfig  # noqa: E402
@@ -247,7 +269,8 @@ def write_summary(out: Path) -> str | None:
     results_path = out / "results.csv"
     if not results_path.exists():
         return None
-    text = summary_text(judged(read_results(results_path)))
+    rows = judged(read_results(results_path))
+    text = summary_text(rows, not_yet_run(rows))
     (out / "summary.md").write_text(text + "\n", encoding="utf-8")
     return text
 
@@ -268,6 +291,9 @@ def judged(results: pd.DataFrame) -> pd.DataFrame:
     ok = mse.notna() & ~rows["diverged"].astype(str).str.lower().eq("true")
     rows["success_fixed"] = ok & (mse < FIXED_THRESHOLD)
     rows["success_simulated"] = ok & (mse < rows["threshold_simulated"])
+    diverged = rows["diverged"].astype(str).str.lower().eq("true")
+    steps = pd.to_numeric(rows["iterations"], errors="coerce")
+    rows["stopped_at_start"] = diverged & (steps < rows["eval_every"])
     return rows
 
 
@@ -278,48 +304,107 @@ def _rate(successes: pd.Series) -> str:
     return f"{100 * rate:.0f} % [{100 * lower:.0f}, {100 * upper:.0f}]"
 
 
-def summary_text(rows: pd.DataFrame) -> str:
-    """Per-range success under both rules, then each unit over all ranges."""
+def _verdict(successes: pd.Series, paper) -> str:
+    return verdict(int(successes.sum()), len(successes), paper)
+
+
+def _where(runs: pd.DataFrame) -> str:
+    """Engine/device and the wall time of the chunks that trained `runs`
+    (each chunk once; a chunk's time is shared by all its replicas)."""
+    chunks = runs.drop_duplicates(["wall_time", "replicas"])
+    seconds = pd.to_numeric(chunks["wall_time"], errors="coerce").sum()
+    devices = sorted(set(runs["engine"].fillna("tensorflow") + "/" + runs["device"]))
+    return f"{', '.join(devices)}, {seconds:,.0f} s"
+
+
+RULES = (
+    "Success with a Wilson 95 % interval: `fixed` = extrapolation MSE < 1e-5 "
+    "(division and sNMU papers), `simulated` = below the ε = 1e-4 "
+    "single-module threshold (benchmark paper). A run stopped on a non-finite "
+    "loss or weights is a failure and stays in the count, as in the authors' "
+    "analysis; *stopped at the start* counts the runs stopped before their "
+    "first evaluation after step 0 (float32 overflow of Adam's second moment, "
+    "`benchmarks/overflow.py`)."
+)
+
+
+def summary_text(rows: pd.DataFrame, missing: list[str] | None = None) -> str:
+    """Each unit over all ranges (with and without the runs stopped at the
+    start, beside the papers), then per range, then the cells not yet run."""
     if rows.empty:
         return "No results of this benchmark yet."
     order = {f"{str(Range.parse(low))}": i for i, (low, _) in enumerate(NALM_RANGES)}
     keys = ["input_size", "operation", "unit", "max_iterations"]
-    lines = [
-        "Success with a Wilson 95 % interval: `fixed` = extrapolation MSE < 1e-5 "
-        "(division and sNMU papers), `simulated` = below the ε = 1e-4 "
-        "single-module threshold (benchmark paper).",
-        "",
+    per_range = [
         "| inputs | op | unit | steps | interpolation → extrapolation | seeds "
-        "| fixed | simulated |",
-        "|---|---|---|---|---|---|---|---|",
+        "| fixed | simulated | stopped at the start |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    overall = []
+    pooled = [
+        "| inputs | op | unit | steps | ranges | runs | fixed | simulated "
+        "| stopped at the start | fixed, without them | simulated, without them "
+        "| paper | verdict (fixed) | verdict (simulated) | device, wall time |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for key, group in rows.groupby(keys, sort=True):
         size, operation, unit, steps = key
+        sign = OPERATION_SIGNS.get(operation, operation)
         by_range = sorted(
             group.groupby(["interpolation_range", "extrapolation_range"]),
             key=lambda item: order.get(item[0][0], len(order)),
         )
         for (low, high), runs in by_range:
-            lines.append(
-                f"| {size} | {operation} | {unit} | {steps} | {low} → {high} "
+            per_range.append(
+                f"| {size} | {sign} | {unit} | {steps:,} | {low} → {high} "
                 f"| {len(runs)} | {_rate(runs['success_fixed'])} "
-                f"| {_rate(runs['success_simulated'])} |"
+                f"| {_rate(runs['success_simulated'])} "
+                f"| {int(runs['stopped_at_start'].sum())} |"
             )
-        overall.append(
-            f"| {size} | {operation} | {unit} | {steps} | {len(by_range)} "
+        kept = group[~group["stopped_at_start"]]
+        paper = NALM_10_INPUTS.get((operation, unit)) if size == 10 else None
+        pooled.append(
+            f"| {size} | {sign} | {unit} | {steps:,} | {len(by_range)} "
             f"| {len(group)} | {_rate(group['success_fixed'])} "
-            f"| {_rate(group['success_simulated'])} |"
+            f"| {_rate(group['success_simulated'])} "
+            f"| {int(group['stopped_at_start'].sum())} "
+            f"| {_rate(kept['success_fixed'])} | {_rate(kept['success_simulated'])} "
+            f"| {'–' if paper is None else f'{100 * paper.rate:.1f} %'} "
+            f"| {_verdict(group['success_fixed'], paper)} "
+            f"| {_verdict(group['success_simulated'], paper)} "
+            f"| {_where(group)} |"
         )
-    lines += [
-        "",
-        "Over all ranges (every seed of every range pooled):",
-        "",
-        "| inputs | op | unit | steps | ranges | runs | fixed | simulated |",
-        "|---|---|---|---|---|---|---|---|",
-        *overall,
+    parts = [
+        section("rules", RULES),
+        section("verdict", VERDICT_RULE),
+        "Over all ranges (every seed of every range pooled):\n",
+        section("pooled", "\n".join(pooled)),
+        "Per range:\n",
+        section("per-range", "\n".join(per_range)),
     ]
-    return "\n".join(lines)
+    if missing is not None:
+        text = "Every cell has rows."
+        if missing:
+            text = "Not yet run: " + "; ".join(missing) + "."
+        parts.append(section("to-run", text))
+    return "\n".join(parts)
+
+
+def not_yet_run(rows: pd.DataFrame, seeds: int = 25) -> list[str]:
+    """The benchmark's cells (input size, unit, operation) without any row."""
+    present = set()
+    if not rows.empty:
+        present = set(
+            zip(rows["input_size"].astype(int), rows["unit"], rows["operation"])
+        )
+    missing: dict[int, list[str]] = {}
+    for cell in plan(NALM_INPUT_SIZES, UNITS, ("add", "sub", "mul", "div")):
+        if (cell.input_size, cell.unit, cell.operation) not in present:
+            sign = OPERATION_SIGNS[cell.operation]
+            missing.setdefault(cell.input_size, []).append(f"{cell.unit} {sign}")
+    return [
+        f"{size} inputs: {', '.join(cells)} ({len(cells)} cells)"
+        for size, cells in sorted(missing.items())
+    ]
 
 
 def _names(text: str, choices, what: str) -> list[str]:

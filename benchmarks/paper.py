@@ -63,6 +63,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import nalm  # noqa: E402
 from published import (  # noqa: E402
     ARITHMETIC_BUDGET,
+    FIG_3_COUNTS_NOTE,
     FIG_3_HIDDEN_SIZE,
     FIG_3_HIDDEN_SIZES,
     FIG_3_MODELS,
@@ -78,7 +79,11 @@ from published import (  # noqa: E402
     TABLE_6,
     TABLE_6_MODELS,
     TABLE_6_OPERATIONS,
+    VERDICT_RULE,
+    power,
     published_row,
+    section,
+    verdict,
 )
 
 from keras_nalu.evaluation.statistics import success_rate_interval  # noqa: E402
@@ -91,10 +96,12 @@ RESULTS = Path(__file__).resolve().parent / "results"
 OUT = RESULTS / "paper"
 REUSE = tuple(
     RESULTS / name / "results.csv"
-    for name in ("table2", "table6", "fig3", "fig3-full", "linear-sub")
+    for name in ("table2", "table6", "fig3-full", "fig3", "linear-sub")
 )
 """The committed results files whose rows join the tables (a missing one is
-skipped; `fig3-full` holds the Fig. 3 points run at the full budget)."""
+skipped; `fig3-full` holds the Fig. 3 points run at the full budget). A
+(configuration, seed) in two files is taken from the first: `fig3-full`'s
+38-seed runs come before `fig3`'s 5-seed run of the same configuration."""
 
 BIASED_BASELINES = ("linear_bias", "relu_bias", "relu6_bias")
 """The reference code's baselines (with biases), run beside this package's."""
@@ -352,29 +359,11 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-# --- verdicts -----------------------------------------------------------------------
-
-
-def verdict(rate: float, interval: tuple[float, float] | None) -> str:
-    """Our success rate against the paper's interval: inside, above or below.
-
-    Example:
-
-    >>> verdict(0.95, (0.93, 0.994)), verdict(0.5, (0.93, 0.994))
-    ('inside', 'below')
-    """
-    if interval is None or rate is None or math.isnan(rate):
-        return "no paper number"
-    lower, upper = interval
-    if rate < lower - 1e-12:
-        return "below"
-    if rate > upper + 1e-12:
-        return "above"
-    return "inside"
+# --- verdicts (the rule: `published.verdict`) --------------------------------------
 
 
 def reason(row_verdict: str, budget: int, paper_budget: int) -> str:
-    """The one-line reason of a "below": the smaller budget, or blank.
+    """The one-line reason of a "below" or "open": the smaller budget, or blank.
 
     Example:
 
@@ -383,19 +372,9 @@ def reason(row_verdict: str, budget: int, paper_budget: int) -> str:
     >>> reason("below", 5_000_000, 5_000_000)
     ''
     """
-    if row_verdict == "below" and budget < paper_budget:
-        return f"budget: {_power(budget)} steps < {_power(paper_budget)}"
+    if row_verdict in ("below", "open") and budget < paper_budget:
+        return f"budget: {power(budget)} steps < {power(paper_budget)}"
     return ""
-
-
-_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
-
-
-def _power(value: float) -> str:
-    """`5·10⁶` for 5e6; `2.5·10⁵` for 2.5e5."""
-    mantissa, exponent = f"{value:.1e}".split("e")
-    mantissa = mantissa.removesuffix(".0")
-    return f"{mantissa}·10{str(int(exponent)).translate(_SUPERSCRIPT)}"
 
 
 # --- tables -------------------------------------------------------------------------
@@ -443,8 +422,8 @@ def comparison(results: pd.DataFrame, part: Part) -> pd.DataFrame:
         getattr(p, "sparsity_error_mean", None) for p in papers
     ]
     table["verdict"] = [
-        verdict(rate, None if p is None else p.interval)
-        for rate, p in zip(table["success_rate"], papers)
+        verdict(round(rate * n), n, p)
+        for rate, n, p in zip(table["success_rate"], table["n"], papers)
     ]
     table["reason"] = [
         reason(v, int(b), part.budget)
@@ -629,7 +608,7 @@ def comparison_markdown(table: pd.DataFrame, part: Part) -> str:
             )
         cells = [
             *key_cells,
-            _power(row["max_iterations"]),
+            power(row["max_iterations"]),
             str(row["n"]),
             ours,
             paper,
@@ -657,8 +636,8 @@ def readings_markdown(readings: pd.DataFrame) -> str:
         "found, then lost",
         "first solved (median)",
         "last solved (median)",
-        "paper (Fig. 3)",
-        "paper (ablation)",
+        "paper (Fig. 3, read off its error bars)",
+        "paper (App. C.3, Fig. 7)",
     ]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in readings.to_dict("records"):
@@ -666,7 +645,7 @@ def readings_markdown(readings: pd.DataFrame) -> str:
         cells = [
             row["model"],
             str(row["hidden_size"]),
-            _power(row["max_iterations"]),
+            power(row["max_iterations"]),
             _count_cell(row["best_step"], n),
             _count_cell(row["any_evaluation"], n),
             _count_cell(row["final_step"], n),
@@ -681,31 +660,41 @@ def readings_markdown(readings: pd.DataFrame) -> str:
 
 
 def summary_text(results: pd.DataFrame, names: Sequence[str], models=None) -> str:
-    """Every selected part's table, the Fig. 3 readings and what is left."""
-    sections = []
+    """Every selected part's table, the Fig. 3 readings and what is left.
+
+    Each part's pieces sit between named markers (`section`), so a page can
+    include one of them: `<part>` (the table), `<part>-three-ways` (Fig. 3's
+    readings) and `<part>-to-run` (the rows still to run); `verdict` is the
+    rule in words.
+    """
+    sections = [section("verdict", VERDICT_RULE)]
     for name in names:
         part = PARTS[name]
         table = comparison(results, part)
         if models is not None and not table.empty:
             table = table[table["model"].isin(models)]
         sections.append(f"## {part.title}\n")
-        if table.empty:
-            sections.append("No results yet.\n")
-        else:
-            sections.append(comparison_markdown(table, part))
+        body = "No results yet.\n"
+        if not table.empty:
+            body = comparison_markdown(table, part)
+        if name == "fig3_hidden":
+            body += f"\n{FIG_3_COUNTS_NOTE}\n"
+        sections.append(section(name, body))
         if name == "fig3_hidden":
             readings = hidden_size_readings(results)
             if models is not None and not readings.empty:
                 readings = readings[readings["model"].isin(models)]
             if not readings.empty:
-                sections.append("\nSuccess three ways:\n")
-                sections.append(readings_markdown(readings))
+                sections.append("Success three ways:\n")
+                text = readings_markdown(readings) + f"\n{FIG_3_COUNTS_NOTE}\n"
+                sections.append(section(f"{name}-three-ways", text))
         missing = still_to_run(results, part, models)
-        budget = f"{part.seeds} seeds at {_power(part.budget)} steps"
+        budget = f"{part.seeds} seeds at {power(part.budget)} steps"
         if missing:
-            sections.append(f"\nStill to run ({budget}): " + "; ".join(missing) + "\n")
+            text = f"Still to run ({budget}): " + "; ".join(missing) + "\n"
         else:
-            sections.append(f"\nEvery row has {budget}.\n")
+            text = f"Every row has {budget}.\n"
+        sections.append(section(f"{name}-to-run", text))
     return "\n".join(sections)
 
 

@@ -1,4 +1,5 @@
-"""Madsen & Johansen's (2020) published numbers, to print beside ours (facts, not code).
+"""The papers' published numbers, to print beside ours (facts, not code), and the
+verdict that compares a row of ours with one of them.
 
 Madsen & Johansen, "Neural Arithmetic Units", ICLR 2020:
 
@@ -6,8 +7,13 @@ Madsen & Johansen, "Neural Arithmetic Units", ICLR 2020:
 - Tables 2 and 6: the arithmetic task (Table 2's rows are a subset of
   Table 6's, with the same numbers);
 - Table 5: the gated units (App. C.5);
-- Fig. 3: the NMU on × against the hidden size, its Wilson error bars solved
-  back to counts; App. C.4's hidden-size ablation, 50 seeds each.
+- Fig. 3: the NMU on × against the hidden size. Its counts are not printed in
+  the paper: they are read off the figure's Wilson error bars, solved back to
+  counts (the text says 50 seeds a point; the bars fit fewer, some seeds had
+  not finished). App. C.3 (Fig. 7), the hidden-size ablation, 50 seeds each.
+
+Mistry, Farrahi & Hare (2022), the NALM single-module benchmark: the pooled
+success rates on ÷ with 10 inputs (`NALM_10_INPUTS`), printed without a count.
 
 Each table row is a `Published`: the success rate as printed, the printed
 interval (rate − minus, rate + plus), the solved-at median and mean and the
@@ -186,20 +192,103 @@ FIG_3_RANGES = (
 
 FIG_3_SEEDS = 50
 
-# Fig. 3, hidden-size panel, NMU on × (its Wilson bars solved back to counts:
-# some of the 50 seeds per point had not finished).
+FIG_3_COUNTS_NOTE = (
+    "The paper's Fig. 3 counts are read off its Wilson error bars, not printed in "
+    "it (its text says 50 seeds a point)."
+)
+"""Said wherever the Fig. 3 counts are used."""
+
+# Fig. 3, hidden-size panel, NMU on ×: read off the figure's Wilson error bars,
+# solved back to counts (not printed; the text says 50 seeds a point, the bars
+# fit fewer: some seeds had not finished).
 FIG_3_HIDDEN_SIZE = {
     ("nmu", 2): Count(31, 31, 1.42e6),
     ("nmu", 4): Count(33, 36, 2.78e6),
     ("nmu", 10): Count(24, 38, 3.46e6),
 }
 
-# App. C.4, the hidden-size ablation: the NMU as in Fig. 3, 50 seeds each.
+# App. C.3 (Fig. 7), the hidden-size ablation: the NMU as in Fig. 3, 50 seeds each.
 HIDDEN_SIZE_ABLATION = {
     ("nmu", 2): Count(50, 50),
     ("nmu", 4): Count(45, 50),
     ("nmu", 10): Count(29, 50),
 }
+
+
+@dataclasses.dataclass(frozen=True)
+class Reported:
+    """A success rate printed without its count: its interval is the rate alone."""
+
+    rate: float
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return self.rate, self.rate
+
+
+# Mistry, Farrahi & Hare (2022), the single-module benchmark with 10 inputs (8
+# distractors), nine ranges, ÷: the pooled success rates. The plain Real NPU's
+# is printed as 15.1 points below the modified one's.
+NALM_10_INPUTS = {
+    ("div", "nmru"): Reported(0.916),
+    ("div", "real_npu_modified"): Reported(0.853),
+    ("div", "real_npu"): Reported(round(0.853 - 0.151, 3)),
+}
+
+VERDICTS = ("inside", "open", "below", "above", "no paper number")
+"""The words of `verdict`, one rule for every summary."""
+
+VERDICT_RULE = (
+    "Verdict: both rates carry a Wilson 95 % interval (the paper's from its "
+    "count; a rate printed without a count is its own interval). **inside**: "
+    "one rate lies in the other's interval; **open**: the intervals overlap but "
+    "neither rate lies in the other's (too few seeds to tell); **below** / "
+    "**above**: the intervals do not overlap."
+)
+"""`verdict`'s rule in words, printed with every table that has a verdict."""
+
+
+def verdict(successes: int, seeds: int, paper) -> str:
+    """Our success count against the paper's row: one word.
+
+    Both rates come with a Wilson 95 % interval (the paper's from its count;
+    a rate printed without a count is its own interval):
+
+    - "inside": one rate lies in the other's interval, ours in the paper's
+      or the paper's in ours;
+    - "open": the intervals overlap, but neither rate lies in the other's
+      interval (too few seeds to tell);
+    - "below", "above": the intervals do not overlap, ours lower or higher;
+    - "no paper number": the paper has no row, or we have no seeds.
+
+    Args:
+        successes: our solved seeds.
+        seeds: our seeds.
+        paper: the paper's row (`Published`, `Count` or `Reported`: anything
+            with `rate` and `interval`), or None.
+
+    Example:
+
+    >>> verdict(19, 20, TABLE_6[("mul", "nmu")])
+    'inside'
+    >>> verdict(1, 5, FIG_3_HIDDEN_SIZE[("nmu", 10)])
+    'open'
+    >>> verdict(144, 225, NALM_10_INPUTS[("div", "real_npu")])
+    'below'
+    """
+    if paper is None or seeds == 0:
+        return "no paper number"
+    rate, lower, upper = success_rate_interval(successes, seeds)
+    paper_lower, paper_upper = paper.interval
+    tolerance = 1e-12
+    if upper < paper_lower - tolerance:
+        return "below"
+    if lower > paper_upper + tolerance:
+        return "above"
+    ours_in_theirs = paper_lower - tolerance <= rate <= paper_upper + tolerance
+    theirs_in_ours = lower - tolerance <= paper.rate <= upper + tolerance
+    return "inside" if ours_in_theirs or theirs_in_ours else "open"
+
 
 BASELINE_ALIASES = {"linear_bias": "linear", "relu_bias": "relu", "relu6_bias": "relu6"}
 """Presets compared with another preset's published row: the reference code's
@@ -227,9 +316,36 @@ COMPARISON_COLUMNS = (
     "paper_success_rate",
     "solved_at_median",
     "paper_solved_at_median",
+    "verdict",
     "sparsity_error_mean",
 )
 """Summary columns printed beside the paper's, after the grouping columns."""
+
+
+# --- how the summaries print -------------------------------------------------------
+
+OPERATION_SIGNS = {"add": "+", "sub": "−", "mul": "×", "div": "÷"}
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def power(value: float) -> str:
+    """A step count as the papers print it.
+
+    Example:
+
+    >>> power(5e6), power(2.5e5), power(50_000)
+    ('5·10⁶', '2.5·10⁵', '5·10⁴')
+    """
+    mantissa, exponent = f"{value:.1e}".split("e")
+    mantissa = mantissa.removesuffix(".0")
+    return f"{mantissa}·10{str(int(exponent)).translate(_SUPERSCRIPT)}"
+
+
+def section(name: str, text: str) -> str:
+    """`text` between the markers a docs page includes it by (`file.md:name`)."""
+    start, end = f"<!-- --8<-- [start:{name}] -->", f"<!-- --8<-- [end:{name}] -->"
+    return f"{start}\n{text.strip()}\n{end}\n"
 
 
 def published_row(table: dict, operation: str, model: str) -> Published | None:
@@ -238,7 +354,8 @@ def published_row(table: dict, operation: str, model: str) -> Published | None:
 
 
 def with_paper_columns(summary: pd.DataFrame) -> pd.DataFrame:
-    """Adds `paper_success_rate` and `paper_solved_at_median` by (op, model)."""
+    """Adds Table 6's `paper_success_rate`, `paper_solved_at_median` and our
+    `verdict` (see `verdict`) by (operation, model)."""
     summary = summary.copy()
     rows = [
         published_row(TABLE_6, op, model)
@@ -247,5 +364,9 @@ def with_paper_columns(summary: pd.DataFrame) -> pd.DataFrame:
     summary["paper_success_rate"] = [None if r is None else r.rate for r in rows]
     summary["paper_solved_at_median"] = [
         None if r is None else r.solved_at_median for r in rows
+    ]
+    summary["verdict"] = [
+        verdict(round(rate * n), n, r)
+        for rate, n, r in zip(summary["success_rate"], summary["n"], rows)
     ]
     return summary

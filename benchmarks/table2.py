@@ -28,7 +28,13 @@ import pandas as pd
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TF's start-up lines
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from published import COMPARISON_COLUMNS, with_paper_columns  # noqa: E402
+from published import (  # noqa: E402
+    OPERATION_SIGNS,
+    VERDICT_RULE,
+    power,
+    section,
+    with_paper_columns,
+)
 
 from keras_nalu.sweeps.runner import run_sweep  # noqa: E402
 from keras_nalu.sweeps.summary import load_results, summarize  # noqa: E402
@@ -41,27 +47,60 @@ ROWS = (
 
 
 def table_text(results: pd.DataFrame) -> str:
-    """Our rows (Wilson 95 % interval, solved-at, wall time) beside Table 2."""
-    table = with_paper_columns(
-        summarize(results, by=["operation", "model", "max_iterations"])
-    )
-    wall = results.groupby(["operation", "model", "max_iterations"], sort=False).apply(
-        _row_wall_time, include_groups=False
-    )
-    table["wall_time_s"] = [
-        wall.get((op, model, budget))
-        for op, model, budget in zip(
-            table["operation"], table["model"], table["max_iterations"]
-        )
+    """Our rows beside Madsen & Johansen's (2020) Table 6, as Markdown.
+
+    Two tables, each between named markers for the docs (`file.md:name`):
+    `paper`, the rows Table 6 has (with the verdict, `published.verdict`),
+    and `beyond`, the presets it does not have (if any).
+    """
+    keys = ["operation", "model", "max_iterations"]
+    table = with_paper_columns(summarize(results, by=keys))
+    wall = results.groupby(keys, sort=False).apply(_row_wall_time, include_groups=False)
+    table["wall_time_s"] = [wall.get(tuple(row)) for row in table[keys].values]
+    has_paper = table["paper_success_rate"].notna()
+    parts = [
+        section("verdict", VERDICT_RULE),
+        section("paper", markdown(table[has_paper], paper_columns=True)),
     ]
-    columns = [
-        "operation",
-        "model",
-        "max_iterations",
-        *COMPARISON_COLUMNS,
-        "wall_time_s",
-    ]
-    return table[columns].to_string(index=False, float_format=lambda v: f"{v:.3g}")
+    if not has_paper.all():
+        beyond = markdown(table[~has_paper], paper_columns=False)
+        parts += ["Presets without a row in Table 6:\n", section("beyond", beyond)]
+    return "\n".join(parts)
+
+
+def markdown(table: pd.DataFrame, paper_columns: bool) -> str:
+    """One Markdown row per (operation, model, budget)."""
+    header = ["op", "model", "steps", "seeds", "ours [Wilson 95 %]"]
+    if paper_columns:
+        header += ["paper (Table 6)", "verdict"]
+    header += ["median solved at", "sparsity error (mean)", "wall time"]
+    if paper_columns:
+        header[-3] = "median solved at (ours / paper)"
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in table.to_dict("records"):
+        cells = [
+            OPERATION_SIGNS.get(row["operation"], row["operation"]),
+            row["model"],
+            power(row["max_iterations"]),
+            str(row["n"]),
+            f"{row['success_rate']:.0%} [{row['success_lower']:.0%}, "
+            f"{row['success_upper']:.0%}]",
+        ]
+        solved_at = _number(row["solved_at_median"])
+        if paper_columns:
+            cells += [f"{row['paper_success_rate']:.0%}", row["verdict"]]
+            solved_at += f" / {_number(row['paper_solved_at_median'])}"
+        cells += [
+            solved_at,
+            _number(row["sparsity_error_mean"]),
+            f"{row['wall_time_s']:,.0f} s",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _number(value) -> str:
+    return "—" if value is None or pd.isna(value) else f"{value:.3g}"
 
 
 def _row_wall_time(rows: pd.DataFrame) -> float:
