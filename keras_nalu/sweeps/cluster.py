@@ -178,13 +178,14 @@ def run_on_ray(
 
     ray = _import_ray()
     connection = _Connection.open(ray, address)
-    if backup_dir is None or backup_every is None:
+    if backup_every is None:  # asked for no backups
+        backup_dir = None
+    elif backup_dir is None:
         logger.warning(
             "on Ray without a backup folder (backup_dir, --backup-dir), the "
             "chunks in training are not backed up: a lost worker or cluster "
             "trains them again from the start"
         )
-        backup_dir = None
     pending: dict = {}
     written = 0
     lost = False

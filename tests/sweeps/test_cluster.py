@@ -175,6 +175,25 @@ def test_fractional_gpus_are_in_the_options_of_every_submitted_chunk(
     assert not list(tmp_path.glob("*.lock"))
 
 
+@pytest.mark.parametrize("backups", ["folder", "none"])
+def test_no_word_about_backups_where_they_are_asked_for_or_refused(
+    tmp_path, monkeypatch, caplog, backups
+):
+    _fake_ray(monkeypatch)
+    options = {"backup_dir": tmp_path / "shared", "backup_every": 0}
+    if backups == "none":  # --no-backup
+        options = {"backup_every": None}
+    with caplog.at_level(logging.WARNING, logger="keras_nalu.sweeps"):
+        outcome = run_sweep(
+            TINY, "0", tmp_path / "r.csv", ray_address="auto", progress=False, **options
+        )
+    assert outcome.new_rows == 1
+    assert not caplog.records
+    if backups == "folder":  # created, written to, and emptied
+        assert (tmp_path / "shared").is_dir()
+        assert not list((tmp_path / "shared").iterdir())
+
+
 def test_a_chunk_continues_from_its_backup_at_a_url(tmp_path):
     fsspec = pytest.importorskip("fsspec")
     config = ExperimentConfig(
@@ -279,7 +298,11 @@ class LocalCluster:
             f"--dashboard-port={self.dashboard_port}",
             "--disable-usage-stats",
         ]
-        subprocess.run(command, env=self.env, check=True, capture_output=True)
+        try:
+            subprocess.run(command, env=self.env, check=True, capture_output=True)
+        except BaseException:
+            self.remove()
+            raise
 
     def processes(self) -> set:
         """Every process of this cluster: its daemons and their workers."""
