@@ -1,6 +1,6 @@
 """`keras-nalu`: one entry point, thin sub-commands over the package.
 
-Why one module of about 670 lines: `build_parser` declares every flag of the
+Why one module of about 730 lines: `build_parser` declares every flag of the
 eight sub-commands (a quarter of the file), and each handler is a few lines
 over the package's functions; they read best side by side.
 """
