@@ -10,6 +10,7 @@ TensorFlow is installed: `import keras_nalu` never needs it. Errors are
 raised, and printed, as usual.
 """
 
+import contextlib
 import json
 import os
 import sys
@@ -58,23 +59,39 @@ def _wanted() -> bool:
     return asked and keras_backend() == "tensorflow" and installed("tensorflow")
 
 
-def quiet_tensorflow_startup() -> None:
-    if not _wanted():
-        return
+@contextlib.contextmanager
+def silenced_stderr():
+    """Everything written to the process's stderr (file descriptor 2) is dropped.
+
+    For lines that C++ libraries write before their logging is configured;
+    Python errors raised in the block are raised as usual, after it.
+    """
     try:
         stderr_fd = sys.stderr.fileno()
-    except (AttributeError, OSError, ValueError):
+    except (AttributeError, OSError, ValueError):  # no real file: nothing to hide
+        yield
         return
     sys.stderr.flush()
     saved = os.dup(stderr_fd)
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:
         os.dup2(devnull, stderr_fd)
-        import tensorflow as tf
-
-        tf.config.list_logical_devices()
+        yield
     finally:
         sys.stderr.flush()
         os.dup2(saved, stderr_fd)
         os.close(saved)
         os.close(devnull)
+
+
+def quiet_tensorflow_startup() -> None:
+    if not _wanted():
+        return
+    try:
+        sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # nothing to silence: import later
+        return
+    with silenced_stderr():
+        import tensorflow as tf
+
+        tf.config.list_logical_devices()

@@ -1,6 +1,6 @@
 """`keras-nalu`: one entry point, thin sub-commands over the package.
 
-Why one module of about 670 lines: `build_parser` declares every flag of the
+Why one module of about 730 lines: `build_parser` declares every flag of the
 eight sub-commands (a quarter of the file), and each handler is a few lines
 over the package's functions; they read best side by side.
 """
@@ -346,16 +346,24 @@ def _sweep(args) -> int:
     if results.is_dir():
         raise ValueError(f"--results {args.results!r} is a folder; pass a CSV path.")
     check_output_folder(results.parent, "--results", args.results)
-    with _overlap_warnings_silenced():
-        outcome = run_sweep(
-            grid,
-            args.seeds,
-            args.results,
-            chunk_size=args.chunk_size,
-            ray_address=args.ray_address,
-            progress=not args.quiet,
-            backup_every=None if args.no_backup else args.backup_every,
-        )
+    from keras_nalu.sweeps.cluster import ClusterError
+
+    try:
+        with _overlap_warnings_silenced(), _sweep_messages():
+            outcome = run_sweep(
+                grid,
+                args.seeds,
+                args.results,
+                chunk_size=args.chunk_size,
+                ray_address=args.ray_address,
+                progress=not args.quiet,
+                backup_every=None if args.no_backup else args.backup_every,
+                backup_dir=args.backup_dir,
+                gpus_per_chunk=args.gpus_per_chunk,
+            )
+    except ClusterError as error:  # not the user's input: exit 1, one line
+        print(f"keras-nalu sweep: error: {error}", file=sys.stderr)
+        return 1
     print(summary_markdown(outcome))
     print(
         f"results: {outcome.path} ({len(outcome.results)} rows of this sweep: "
@@ -363,6 +371,31 @@ def _sweep(args) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+@contextlib.contextmanager
+def _sweep_messages():
+    """The sweep's notes (a chunk continued, no backup folder) as one line each."""
+    import logging
+
+    class OneLine(logging.Formatter):
+        def format(self, record):
+            kind = "warning: " if record.levelno >= logging.WARNING else ""
+            return f"keras-nalu sweep: {kind}{record.getMessage()}"
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(OneLine())
+    sweeps = logging.getLogger("keras_nalu.sweeps")
+    level, propagate = sweeps.level, sweeps.propagate
+    sweeps.addHandler(handler)
+    sweeps.setLevel(logging.INFO)
+    sweeps.propagate = False
+    try:
+        yield
+    finally:
+        sweeps.removeHandler(handler)
+        sweeps.setLevel(level)
+        sweeps.propagate = propagate
 
 
 def _progress(args) -> int:
@@ -599,7 +632,9 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--chunk-size", type=int, default=100, help="seeds per run")
     sweep.add_argument("--results", default="results/sweep.csv", help="results CSV")
     sweep.add_argument(
-        "--ray-address", default=None, help="local, auto or a Ray address"
+        "--ray-address",
+        default=None,
+        help="local (a Ray runtime of its own), auto, HOST:PORT or ray://HOST:PORT",
     )
     sweep.add_argument("--quiet", action="store_true", help="no progress bar")
     sweep.add_argument(
@@ -607,10 +642,26 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=600.0,
         metavar="SECONDS",
-        help="back up the chunk in training this often to RESULTS.backup/; a "
-        "rerun continues it (default: 600)",
+        help="back up the chunk in training this often to RESULTS.backup/ (on "
+        "Ray: to --backup-dir); a rerun continues it (default: 600)",
     )
     sweep.add_argument("--no-backup", action="store_true", help="never back up a chunk")
+    sweep.add_argument(
+        "--backup-dir",
+        default=None,
+        metavar="FOLDER_OR_URL",
+        help="with --ray-address: back up the chunks in training to this folder, "
+        "which every node must reach (a shared mount, or an fsspec URL such as "
+        "s3://bucket/sweep); without it, chunks on Ray are not backed up",
+    )
+    sweep.add_argument(
+        "--gpus-per-chunk",
+        type=float,
+        default=0.0,
+        metavar="GPUS",
+        help="with --ray-address: GPUs each chunk asks Ray for (1: a GPU each; "
+        "0.25: four chunks share a GPU; default 0)",
+    )
     sweep.add_argument(
         "--allow-overlap",
         action="store_true",

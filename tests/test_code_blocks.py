@@ -49,6 +49,7 @@ OTHER_TOOLS = {
     "bash",
     "git",
     "ray",
+    "kubectl",
 }
 
 

@@ -9,6 +9,7 @@ by seed with `run_experiment` where the engine cannot vectorize the preset.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import os
@@ -119,12 +120,29 @@ def _packed(chunks: list[Chunk], chunk_size: int) -> list[Chunk]:
     return [Chunk(*parts[0], tuple(parts[1:])) for parts in packed]
 
 
+def backup_name(chunk: Chunk) -> str:
+    """The file name of a chunk's backup: `<config id>-<first seed>-<digest>.npz`.
+
+    The digest covers every config and seed of the chunk, so two chunks never
+    share a name, and the same chunk always gets the same one.
+
+    Example:
+
+    >>> backup_name(Chunk(ExperimentConfig(), (0, 1, 2))).endswith(".npz")
+    True
+    """
+    text = ",".join(map(str, chunk.seeds))
+    for config, seeds in chunk.more:
+        text += f";{config_id(config)}:" + ",".join(map(str, seeds))
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    return f"{config_id(chunk.config)}-{chunk.seeds[0]}-{digest[:8]}.npz"
+
+
 def chunk_backup(results_path: str | os.PathLike, chunk: Chunk) -> Path:
     """Where a sweep backs up a chunk in training: beside its results file.
 
     `<results>.backup/<config id>-<first seed>-<digest>.npz`, one file per
-    chunk (the digest covers every config and seed of the chunk), deleted
-    once the chunk has finished training.
+    chunk (`backup_name`), deleted once the chunk has finished training.
 
     Example:
 
@@ -133,15 +151,12 @@ def chunk_backup(results_path: str | os.PathLike, chunk: Chunk) -> Path:
     'sweep.csv.backup'
     """
     path = Path(results_path)
-    text = ",".join(map(str, chunk.seeds))
-    for config, seeds in chunk.more:
-        text += f";{config_id(config)}:" + ",".join(map(str, seeds))
-    digest = hashlib.sha256(text.encode()).hexdigest()
-    name = f"{config_id(chunk.config)}-{chunk.seeds[0]}-{digest[:8]}.npz"
-    return path.with_name(path.name + ".backup") / name
+    return path.with_name(path.name + ".backup") / backup_name(chunk)
 
 
-def backed_up_chunks(results_path: str | os.PathLike) -> list[tuple[Chunk, str]]:
+def backed_up_chunks(
+    results_path: str | os.PathLike, folder: str | os.PathLike | None = None
+) -> list[tuple[Chunk, str]]:
     """The chunks whose backups lie beside a results file, with their engines.
 
     Each `<results>.backup/*.npz` file (see `chunk_backup`) names its runs;
@@ -150,13 +165,18 @@ def backed_up_chunks(results_path: str | os.PathLike) -> list[tuple[Chunk, str]]
     `chunk_size`, more seeds). Files that are unreadable, or not named as
     that chunk's backup, are left out (and left alone).
 
+    Args:
+        results_path: the sweep's results file.
+        folder: the folder of the backups, if not `<results>.backup/` (a
+            Ray sweep's `backup_dir`).
+
     Returns:
         `[(chunk, engine), ...]`, in file-name order.
     """
     from keras_nalu.sweeps.engines.backup import backup_runs
 
     path = Path(results_path)
-    folder = path.with_name(path.name + ".backup")
+    folder = path.with_name(path.name + ".backup") if folder is None else Path(folder)
     if not folder.is_dir():
         return []
     found = []
@@ -176,7 +196,7 @@ def backed_up_chunks(results_path: str | os.PathLike) -> list[tuple[Chunk, str]]
             continue
         (config, seeds), *more = parts
         chunk = Chunk(config, tuple(seeds), tuple((c, tuple(s)) for c, s in more))
-        if chunk_backup(path, chunk) == file:
+        if file.name == backup_name(chunk):
             found.append((chunk, engine))
     return found
 
@@ -207,14 +227,43 @@ def train_chunk(
     Raises:
         TimeLimitReached: the chunk stopped at `deadline` (after its backup).
     """
+    if isinstance(chunk, ExperimentConfig):
+        chunk = Chunk(chunk, tuple(seeds))
+    with _retracing_warnings_silenced():
+        return _train(chunk, progress, backup, backup_every, deadline)
+
+
+@contextlib.contextmanager
+def _retracing_warnings_silenced():
+    """TensorFlow's logger at ERROR while a chunk trains, here or in a Ray worker.
+
+    Every chunk traces its own training function; TF's warning about that
+    retracing says nothing useful in a sweep, and a process that trains many
+    chunks (a sweep, a Ray worker) would print it again and again.
+    """
+    import keras
+
+    if keras.backend.backend() != "tensorflow":
+        yield
+        return
+    import tensorflow as tf
+
+    logger = tf.get_logger()
+    level = logger.level
+    logger.setLevel("ERROR")
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _train(chunk, progress, backup, backup_every, deadline) -> list[dict]:
     from keras_nalu.sweeps.engines import (
         NotVectorizableError,
         train_batched,
         train_replicas,
     )
 
-    if isinstance(chunk, ExperimentConfig):
-        chunk = Chunk(chunk, tuple(seeds))
     config = chunk.config
     try:
         if not vectorizable(config):
@@ -284,4 +333,11 @@ def _keras_device() -> str:
     return "cpu"
 
 
-__all__ = ["Chunk", "backed_up_chunks", "chunk_backup", "plan_chunks", "train_chunk"]
+__all__ = [
+    "Chunk",
+    "backed_up_chunks",
+    "backup_name",
+    "chunk_backup",
+    "plan_chunks",
+    "train_chunk",
+]

@@ -198,7 +198,11 @@ def write_results(table: pd.DataFrame, path: Path) -> None:
 
 @contextlib.contextmanager
 def results_lock(path: Path):
-    """Holds `<path>.lock` so that two sweeps never write one file."""
+    """Holds `<path>.lock` so that two sweeps never write one file.
+
+    The lock file is removed when the sweep ends (while still held, so that
+    no other sweep can be holding it then).
+    """
     lock_path = path.with_name(path.name + ".lock")
     try:
         lock = open(lock_path, "a")  # noqa: SIM115
@@ -208,17 +212,33 @@ def results_lock(path: Path):
             f"({error.strerror or type(error).__name__}); pass a results path "
             "in a folder you can write to"
         ) from None
+    held = False
     try:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            # A sweep that ended as this one opened the file removed it: the
+            # lock on the removed file would not keep a third sweep out.
+            if not _same_file(lock, lock_path):
+                raise BlockingIOError
         except BlockingIOError:
             raise ValueError(
                 f"another sweep is writing {path}; wait for it or pass another "
                 "results path"
             ) from None
+        held = True
         yield
     finally:
+        if held:
+            with contextlib.suppress(OSError):
+                lock_path.unlink()
         lock.close()
+
+
+def _same_file(handle, path: Path) -> bool:
+    try:
+        return os.path.samestat(os.fstat(handle.fileno()), os.stat(path))
+    except OSError:
+        return False
 
 
 __all__ = [

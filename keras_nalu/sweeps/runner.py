@@ -10,8 +10,8 @@ to `<results>.backup/`, and the rerun continues it from there, so a kill
 loses at most those minutes, even of a chunk that takes hours.
 
 Chunks run one after the other in this process, side by side on the local
-JAX devices, or as Ray tasks (`ray_address`); in every case only this
-process writes the file.
+JAX devices, or as Ray tasks (`ray_address`, `keras_nalu.sweeps.cluster`);
+in every case only this process writes the file.
 
 A chunk whose backup lies in `<results>.backup/` is continued from it even
 when the sweep would cut its seeds otherwise (`backed_up_chunks`), so a
@@ -21,8 +21,8 @@ up the chunk in training: running it again continues, so a long sweep fits
 into calls of a fixed length.
 
 The chunks themselves (`Chunk`, `plan_chunks`, `train_chunk`) live in
-`keras_nalu.sweeps.chunks`. Why about 610 lines: the backends (one process,
-several devices, Ray) and `run_sweep` share its callbacks for rows and
+`keras_nalu.sweeps.chunks`. Why about 600 lines: the backends (one process,
+several devices) and `run_sweep` share its callbacks for rows and
 progress. This module also re-exports the names of
 `chunks`, `grid` and `results`, its former contents, so that imports from
 `keras_nalu.sweeps.runner` keep working.
@@ -49,6 +49,12 @@ from keras_nalu.sweeps.chunks import (
     chunk_backup,
     plan_chunks,
     train_chunk,
+)
+from keras_nalu.sweeps.cluster import (
+    backed_up_chunks_in,
+    check_ray_arguments,
+    ray_options,
+    run_on_ray,
 )
 from keras_nalu.sweeps.grid import (
     MAX_SEEDS,
@@ -282,64 +288,6 @@ def _train_on_devices(
         raise stopped
 
 
-def ray_options(engine: str, cluster_gpus: float) -> dict:
-    """The Ray resources of one chunk: a GPU each where the cluster has them.
-
-    With the JAX engine on a cluster that has GPUs, every chunk asks for one
-    GPU (Ray makes it the only one the task sees), so the chunks of a sweep
-    spread over the cluster's GPUs; otherwise one CPU. The workers run the
-    driver's Keras backend.
-
-    Example:
-
-    >>> ray_options("jax", cluster_gpus=8)["num_gpus"]
-    1
-    >>> ray_options("tensorflow", cluster_gpus=8)["num_gpus"]
-    0
-    """
-    gpus = 1 if engine == "jax" and cluster_gpus >= 1 else 0
-    return {
-        "num_cpus": 1,
-        "num_gpus": gpus,
-        "runtime_env": {"env_vars": {"KERAS_BACKEND": engine}},
-    }
-
-
-def _ray_backend(chunks, on_rows, on_steps, address: str):
-    import keras
-
-    try:
-        import ray
-    except ImportError:
-        raise ValueError(
-            "the Ray backend needs ray: pip install 'keras-arithmetic-units[ray]'"
-        ) from None
-    started = False
-    if not ray.is_initialized():
-        if address == "local":
-            ray.init(include_dashboard=False, log_to_driver=False)
-        else:
-            ray.init(address=address, log_to_driver=False)
-        started = True
-    options = ray_options(
-        keras.backend.backend(), ray.cluster_resources().get("GPU", 0)
-    )
-    remote = ray.remote(**options)(train_chunk)
-    pending = {}
-    try:
-        pending = {remote.remote(chunk): chunk for chunk in chunks}
-        while pending:
-            (ready,), _ = ray.wait(list(pending), num_returns=1)
-            chunk = pending.pop(ready)
-            on_rows(ray.get(ready))
-            on_steps(chunk.steps)
-    finally:
-        for reference in pending:
-            ray.cancel(reference, force=True)
-        if started:
-            ray.shutdown()
-
-
 @dataclasses.dataclass
 class SweepOutcome:
     """What a sweep did: the results file, its rows of this sweep, the counts."""
@@ -365,6 +313,8 @@ def run_sweep(
     time_limit: float | None = None,
     chunks_per_device: int = 1,
     chunk_seconds: Callable[[Chunk], float] | None = None,
+    backup_dir: str | os.PathLike | None = None,
+    gpus_per_chunk: float = 0.0,
 ) -> SweepOutcome:
     """Trains every (configuration, seed) of a grid that the results file lacks.
 
@@ -379,21 +329,24 @@ def run_sweep(
             their task (operation, ranges) are packed together up to this
             size, so a large `chunk_size` fills a GPU.
         ray_address: None trains the chunks here, one after the other;
-            `"local"` starts a Ray runtime on this machine, `"auto"` or an
-            address joins a cluster (an already initialized Ray is used as
-            is). Chunks become Ray tasks, each with a GPU of its own where
-            the JAX engine runs on a cluster with GPUs (`ray_options`); this
-            process writes the file. On one machine with several JAX
-            devices, chunks train side by side, one per device.
+            `"local"` starts a Ray runtime on this machine for this sweep
+            (even where a `ray start` cluster runs), `"auto"`, `HOST:PORT`
+            or `ray://HOST:PORT` joins a cluster (an already initialized Ray
+            is used as is). Chunks become Ray tasks (`ray_options`,
+            `keras_nalu.sweeps.cluster`); this process writes the file. An
+            unreachable or lost cluster, or a chunk failed after Ray's
+            retries, raises `ClusterError` with the rows of the finished
+            chunks written. On one machine with several JAX devices, chunks
+            train side by side, one per device.
         progress: one tqdm bar over all seed-steps of the sweep, with an ETA.
         on_chunk: called with the rows of each chunk once they are on disk.
         backup_every: seconds between two backups of the chunk in training
             (see `chunk_backup`); a rerun of a killed sweep continues that
             chunk from its backup, with the rows an uninterrupted run gives.
-            None for no backups; Ray chunks are never backed up. Chunks
-            backed up by an earlier sweep of this file train first, as they
-            were cut (`backed_up_chunks`), if the sweep asks for all their
-            runs.
+            None for no backups; on Ray, chunks are backed up only to a
+            `backup_dir`. Chunks backed up by an earlier sweep of this file
+            train first, as they were cut (`backed_up_chunks`), if the sweep
+            asks for all their runs.
         time_limit: seconds after which the sweep stops: no chunk starts
             after it, and the chunk in training stops at its next
             evaluation, after a backup. The rows of finished chunks are in
@@ -402,7 +355,16 @@ def run_sweep(
             backups; not with `ray_address`.
         chunks_per_device: on the JAX engine, how many chunks train side by
             side on each device (threads sharing it), for chunks too small
-            to fill an accelerator alone.
+            to fill an accelerator alone. On Ray, use `gpus_per_chunk`.
+        backup_dir: with `ray_address`, the folder the chunks in training
+            are backed up to: a path that every node mounts (an NFS share,
+            ...), or an fsspec URL (`s3://bucket/sweep`, `gs://...`; needs
+            fsspec and the file system's package). The worker that picks a
+            chunk up (a retry after a lost worker, or a rerun) continues it
+            from there. None: chunks on Ray are not backed up (a warning
+            says so once).
+        gpus_per_chunk: with `ray_address`, the GPUs each chunk asks Ray
+            for: 1 a GPU each, 0.25 four chunks a GPU, 0 none (default).
         chunk_seconds: with `time_limit`, a chunk's predicted wall time: no
             chunk starts that is predicted to end after the limit
             (`keras_nalu.sweeps.planning` sizes chunks so that they finish).
@@ -413,6 +375,8 @@ def run_sweep(
     Raises:
         ValueError: a bad grid or seeds, or a results file that is not one
             (left untouched).
+        ClusterError: the Ray cluster could not be reached or was lost, or
+            a chunk failed on it; the finished chunks' rows are written.
 
     Example:
 
@@ -448,6 +412,9 @@ def run_sweep(
                 f"backup_every={backup_every!r}, ray_address={ray_address!r}"
             )
     check_positive_int("run_sweep", "chunks_per_device", chunks_per_device)
+    backup_dir = check_ray_arguments(
+        ray_address, backup_dir, backup_every, gpus_per_chunk, chunks_per_device
+    )
     deadline = None if time_limit is None else time.monotonic() + time_limit
     path = check_results_path(results_path)
     check_output_folder(path.parent, "results_path", results_path)
@@ -466,7 +433,9 @@ def run_sweep(
             seeds,
             chunk_size,
             done,
-            resume_backups=backup_every is not None and ray_address is None,
+            resume_backups=backup_every is not None
+            and (ray_address is None or backup_dir is not None),
+            backup_dir=backup_dir,
         )
         skipped = len(planned_pairs & done)
         state = {"table": table, "new": 0, "complete": True}
@@ -514,7 +483,16 @@ def run_sweep(
                     chunk_seconds,
                 )
             elif chunks:
-                _ray_backend(chunks, on_rows, on_steps, ray_address)
+                run_on_ray(
+                    chunks,
+                    on_rows,
+                    on_steps,
+                    ray_address,
+                    path,
+                    backup_dir,
+                    backup_every,
+                    gpus_per_chunk,
+                )
         except TimeLimitReached:
             state["complete"] = False
         finally:
@@ -564,10 +542,14 @@ def _done_pairs(table: pd.DataFrame) -> set[tuple[str, int]]:
     return set(zip(table["config_id"].astype(str), table["seed"].astype(int)))
 
 
-def _plan(path, configs, seeds, chunk_size, done, resume_backups) -> list[Chunk]:
+def _plan(
+    path, configs, seeds, chunk_size, done, resume_backups, backup_dir=None
+) -> list[Chunk]:
     """Backed-up chunks of this sweep first, then the rest of its runs."""
     planned_pairs = {(config_id(c), s) for c in configs for s in seeds}
-    resumed = _resumable_chunks(path, planned_pairs - done) if resume_backups else []
+    resumed = []
+    if resume_backups:
+        resumed = _resumable_chunks(path, planned_pairs - done, backup_dir)
     resumed_pairs = {
         (config_id(c), s) for chunk in resumed for c, part in chunk.parts for s in part
     }
@@ -589,13 +571,23 @@ def _sweep_configs(grid) -> list[ExperimentConfig]:
     return [dataclasses.replace(c, seed=0) for c in configs]
 
 
-def _resumable_chunks(path: Path, todo: set[tuple[str, int]]) -> list[Chunk]:
-    """The backed-up chunks of `path` on this engine whose runs are all `todo`."""
+def _resumable_chunks(
+    path: Path, todo: set[tuple[str, int]], backup_dir: str | None = None
+) -> list[Chunk]:
+    """The backed-up chunks of `path` on this engine whose runs are all `todo`.
+
+    They lie beside `path`, or in a Ray sweep's `backup_dir`.
+    """
     from keras_nalu.sweeps.engines import engine_name
 
     engine = engine_name()
     chunks = []
-    for chunk, backup_engine in backed_up_chunks(path):
+    backups = (
+        backed_up_chunks(path)
+        if backup_dir is None
+        else backed_up_chunks_in(path, backup_dir)
+    )
+    for chunk, backup_engine in backups:
         pairs = {(config_id(c), s) for c, seeds in chunk.parts for s in seeds}
         if backup_engine == engine and pairs <= todo:
             chunks.append(chunk)

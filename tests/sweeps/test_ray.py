@@ -17,7 +17,11 @@ TIMING = ["wall_time", "iterations_per_second"]
 
 
 @pytest.fixture
-def local_ray():
+def local_ray(monkeypatch):
+    # Ray turns token authentication on for a runtime it starts unless told
+    # otherwise, and writes a token to ~/.ray/auth_token; this process read
+    # its authentication mode when it imported Ray, so it stays off here.
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
     ray.init(
         num_cpus=2,
         include_dashboard=False,
