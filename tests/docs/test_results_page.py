@@ -442,6 +442,40 @@ QUOTED = (
         "input_size == 10 and operation == 'mul'",
         lambda r: (_pooled_fixed(r, "snmu"), _pooled_fixed(r, "nmu")),
     ),
+    Quoted(
+        "The NAU solves {} of its runs on + and − with 2 and 10 inputs. The MC-FC "
+        "solves + with 2 inputs ({}) and nothing with 10 ({}):",
+        "nalm/results.csv",
+        "operation in ['add', 'sub'] and unit in ['nau', 'mcfc']",
+        lambda r: (
+            "every one"
+            if r.loc[r["unit"] == "nau", "success_fixed"].all()
+            else pct(r.loc[r["unit"] == "nau", "success_fixed"].mean()),
+            pct(r.query("unit == 'mcfc' and input_size == 2")["success_fixed"].mean()),
+            pct(r.query("unit == 'mcfc' and input_size == 10")["success_fixed"].mean()),
+        ),
+    ),
+    Quoted(
+        "first step on the {} ranges that hold negative inputs ({} runs per input "
+        "size),",
+        "nalm/results.csv",
+        "unit == 'mcfc' and operation == 'mul' and stopped_at_start",
+        lambda r: (
+            str(r["interpolation_range"].nunique()),
+            str(len(r) // r["input_size"].nunique()),
+        ),
+    ),
+    Quoted(
+        "on the positive ranges it solves {} with 2 inputs and {} with 10. The NMRU "
+        "on × with 10 inputs solves {}.",
+        "nalm/results.csv",
+        "operation == 'mul' and not stopped_at_start",
+        lambda r: (
+            pct(r.query("unit == 'mcfc' and input_size == 2")["success_fixed"].mean()),
+            pct(r.query("unit == 'mcfc' and input_size == 10")["success_fixed"].mean()),
+            pct(r.query("unit == 'nmru' and input_size == 10")["success_fixed"].mean()),
+        ),
+    ),
     # sequential MNIST
     Quoted(
         "whose unit is fixed to the exact solution ({} seeds). The run is small: "
