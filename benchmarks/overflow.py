@@ -35,7 +35,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-os.environ.setdefault("KERAS_BACKEND", "jax")
+if __name__ == "__main__":  # the script's backend; an import changes no setting
+    os.environ.setdefault("KERAS_BACKEND", "jax")
 
 import jax  # noqa: E402
 import keras  # noqa: E402

@@ -47,6 +47,15 @@ def _running_cli() -> bool:
     return "-m" in orig and "keras_nalu" in orig
 
 
+def answering_help() -> bool:
+    """Whether this is `keras-nalu` with no sub-command: --help, --version.
+
+    That answer needs nothing of the package, so `import keras_nalu` then
+    loads neither Keras nor its backend, and it comes at once.
+    """
+    return _running_cli() and all(arg.startswith("-") for arg in sys.argv[1:])
+
+
 def _wanted() -> bool:
     if os.environ.get("KERAS_NALU_TF_LOGS") or "tensorflow" in sys.modules:
         return False

@@ -35,6 +35,32 @@ def check_positive_int(owner: str, name: str, value) -> int:
     return _check_integer(owner, name, value, 1)
 
 
+MAX_STEPS = 2**31 - 1
+"""The most optimizer steps one run may take: on JAX, Keras' optimizer and the
+replica engine count steps in 32-bit integers, so a longer run cannot finish."""
+
+
+def check_steps(owner: str, iterations: int, eval_every: int) -> None:
+    """Refuses a budget beyond `MAX_STEPS` (counted in whole `eval_every` blocks).
+
+    Example:
+
+    >>> check_steps("run", 5_000_000, 1_000)  # the longest budget of the papers
+    >>> check_steps("run", 10**30, 1_000)
+    Traceback (most recent call last):
+    ...
+    ValueError: run expects iterations <= 2147483647 (2**31 - 1, ...
+    """
+    per_block = min(eval_every, iterations)
+    if -(-iterations // per_block) * per_block > MAX_STEPS:
+        raise ValueError(
+            f"{owner} expects iterations <= {MAX_STEPS} (2**31 - 1, counted in "
+            "whole blocks of eval_every steps): JAX counts a run's steps in "
+            "32-bit integers, so a longer run cannot finish. Received: "
+            f"iterations={iterations!r}"
+        )
+
+
 def check_non_negative_int(owner: str, name: str, value) -> int:
     """`value` as an int, if it is an integer >= 0 (a seed, a step, a count)."""
     return _check_integer(owner, name, value, 0)

@@ -1,8 +1,8 @@
 """`keras-nalu`: one entry point, thin sub-commands over the package.
 
-Why one module of about 730 lines: `build_parser` declares every flag of the
-eight sub-commands (a quarter of the file), and each handler is a few lines
-over the package's functions; they read best side by side.
+The flags of a sub-command are declared only when it is named
+(`build_parser(flags=...)`), so `keras-nalu --help` and `--version` import
+nothing of Keras; each handler is a few lines over the package's functions.
 """
 
 import argparse
@@ -39,7 +39,12 @@ def _add_config_flags(parser, config_cls, skip=(), choices=None):
             continue
         default = field.default
         if isinstance(default, bool):
-            parser.add_argument(_flag(field.name), action="store_true", default=default)
+            parser.add_argument(
+                _flag(field.name),
+                action="store_true",
+                default=default,
+                help=f"sets {field.name} (default: {'on' if default else 'off'})",
+            )
             continue
         kind = type(default) if default is not None else _none_type(field)
         allowed = choices.get(field.name)
@@ -66,10 +71,12 @@ def _train(args) -> int:
     from keras_nalu.export import (
         check_output_folder,
         export_saved_model,
+        latest_version,
         save_keras_model,
         write_record,
     )
 
+    _refuse_backend_without_fit("train")
     fields = {f.name for f in dataclasses.fields(ExperimentConfig)}
     values = {k: v for k, v in vars(args).items() if k in fields}
     with _overlap_warnings_silenced():
@@ -106,7 +113,17 @@ def _train(args) -> int:
     record["keras_model"] = str(save_keras_model(model, run_dir / "model.keras"))
     record_path = write_record(record, run_dir / "result.json")
     export_error = None
-    if not args.no_export:
+    served = None if args.no_export else latest_version(model_dir)
+    if served is not None and not record["success"] and not args.overwrite:
+        # TF Serving serves the highest version: an unsolved run must not
+        # take the place of the model a user serves.
+        record["not_exported"] = (
+            f"the run did not solve the task, and {model_dir} serves version "
+            f"{served}; pass --overwrite to export it as version {served + 1}, "
+            "the new latest, anyway"
+        )
+        write_record(record, record_path)
+    elif not args.no_export:
         try:
             path = export_saved_model(
                 model,
@@ -128,6 +145,11 @@ def _train(args) -> int:
         print(_verdict_line(record), file=sys.stderr)
     else:
         print(_train_summary(record, config, record_path))
+    if "not_exported" in record:
+        print(
+            f"keras-nalu train: note: not exported: {record['not_exported']}",
+            file=sys.stderr,
+        )
     if export_error is not None:
         print(
             f"keras-nalu train: error: the SavedModel export failed "
@@ -158,6 +180,19 @@ def _refuse_overlap(task, interpolation: str, extrapolation: str) -> None:
             f"{task.extrapolation_range} overlap on {Range(shared)}, so the "
             "extrapolation verdict would test inputs of the training range; pick "
             "disjoint ranges, or pass --allow-overlap."
+        )
+
+
+def _refuse_backend_without_fit(command: str) -> None:
+    """One line, before anything is made, where Keras' backend cannot train."""
+    import keras
+
+    backend = keras.backend.backend()
+    if backend in ("numpy", "openvino"):
+        raise ValueError(
+            f"Keras' {backend} backend (KERAS_BACKEND={backend}) runs models but "
+            f"cannot train them; run `keras-nalu {command}` with "
+            "KERAS_BACKEND=tensorflow or KERAS_BACKEND=jax."
         )
 
 
@@ -290,17 +325,42 @@ def _load_keras_model(name: str):
 
 def _summarize(args) -> int:
     from keras_nalu.export import check_output_folder
-    from keras_nalu.sweeps.summary import write_summary
+    from keras_nalu.sweeps.summary import (
+        load_results,
+        pooled_columns,
+        summarize,
+        to_markdown,
+        write_summary,
+    )
 
-    by = tuple(args.by.split(","))
+    results = load_results(args.results)
+    by = None if args.by is None else [c.strip() for c in args.by.split(",")]
+    summary = summarize(results, by=by)
+    print(to_markdown(summary))
+    pooled = {} if by is None else pooled_columns(results, by)
+    if pooled:
+        what = " and ".join(
+            f"{column} ({', '.join(map(str, values))})"
+            for column, values in pooled.items()
+        )
+        print(
+            f"keras-nalu summarize: note: --by {args.by} pools runs of different "
+            f"{what} in one row; leave --by out for one row per configuration "
+            "and engine",
+            file=sys.stderr,
+        )
     folder = Path(args.results).parent if args.out is None else Path(args.out)
-    if Path(args.results).is_file():
-        if args.out is None:
-            check_output_folder(folder, "RESULTS", args.results)
-        else:
-            check_output_folder(folder, "--out")
-    paths = write_summary(args.results, args.out, by=by)
-    print(paths["markdown"].read_text(encoding="utf-8"))
+    try:
+        check_output_folder(folder, "--out")
+        paths = write_summary(args.results, args.out, summary=summary)
+    except (ValueError, OSError) as error:
+        print(
+            "keras-nalu summarize: error: the table above is not saved: "
+            f"{_one_line(error)}"
+            + ("" if args.out else " (--out defaults to the results file's folder)"),
+            file=sys.stderr,
+        )
+        return 1
     for kind, path in paths.items():
         print(f"wrote {kind}: {path}", file=sys.stderr)
     return 0
@@ -308,15 +368,21 @@ def _summarize(args) -> int:
 
 def _plot(args) -> int:
     from keras_nalu.export import check_output_folder
-    from keras_nalu.sweeps.plots import plot_results
+    from keras_nalu.sweeps.plots import made_by_plot, plot_results
     from keras_nalu.sweeps.summary import load_results
 
     results = Path(args.results)
     out = Path(args.out) if args.out else results.with_suffix(f".{args.x}.png")
     table = load_results(results)
-    if out.exists() and (out.is_dir() or out.resolve() == results.resolve()):
-        what = "a folder" if out.is_dir() else "the results file"
-        raise ValueError(f"--out {str(out)!r} is {what}; pass a PNG path.")
+    if out.exists():
+        if out.is_dir() or out.resolve() == results.resolve():
+            what = "a folder" if out.is_dir() else "the results file"
+            raise ValueError(f"--out {str(out)!r} is {what}; pass a PNG path.")
+        if not args.overwrite and not made_by_plot(out):
+            raise ValueError(
+                f"--out {str(out)!r} exists and is not a plot keras-nalu made; it "
+                "is left untouched. Pass another --out, or --overwrite to replace it."
+            )
     check_output_folder(out.parent, "--out", out)
     path = plot_results(table, x=args.x, out_path=out, operation=args.operation)
     print(path)
@@ -333,6 +399,7 @@ def _sweep(args) -> int:
     )
     from keras_nalu.sweeps.runner import run_sweep, summary_markdown
 
+    _refuse_backend_without_fit("sweep")
     grid = load_grid_file(args.grid_file) if args.grid_file else {}
     grid.update(parse_grid(args.grid or []))
     with _overlap_warnings_silenced():
@@ -403,10 +470,24 @@ def _progress(args) -> int:
 
     target = Path(args.results)
     if target.suffix == ".npz":
+        if not target.is_file():
+            raise FileNotFoundError(f"no such backup file: {target}")
         files = [target]
     else:
         folder = target.with_name(target.name + ".backup")
+        if target.is_dir():
+            if target.suffix != ".backup":
+                raise ValueError(
+                    f"{target} is a folder; pass a sweep's results CSV or one "
+                    "backup .npz."
+                )
+            folder = target
         files = sorted(folder.glob("*.npz"))
+        if not files and not target.exists():
+            raise FileNotFoundError(
+                f"no such results file: {target}, and no backups in {folder}/; "
+                "pass the --results path of a sweep."
+            )
         if not files:
             raise FileNotFoundError(
                 f"no chunk of {target} is in training: {folder}/ holds no backup "
@@ -416,18 +497,26 @@ def _progress(args) -> int:
     columns += ["extrapolation_mse", "sparsity_error", "diverged"]
     for path in files:
         records = _read_backup(path)
-        first = records[0]
-        solved = sum(bool(r["success"]) for r in records)
-        print(
-            f"{path.name}: {first['model']} {first['operation']}, "
-            f"step {first['step']:,} of {first['iterations']:,}: {solved} of "
-            f"{len(records)} seeds solved so far (threshold {first['threshold']:.3g})"
-        )
-        if not args.brief:
-            table = pd.DataFrame(records, columns=columns)
-            for column in ("solved_at", "best_step"):
-                table[column] = table[column].astype("Int64")
-            print(table.to_string(index=False, float_format="{:.3g}".format))
+        # A chunk of the JAX engine may hold several configurations: one line
+        # (and table) each, never one verdict over runs of different tasks.
+        parts: dict[tuple, list[dict]] = {}
+        for record in records:
+            key = tuple(
+                record[k] for k in ("model", "operation", "iterations", "threshold")
+            )
+            parts.setdefault(key, []).append(record)
+        for (model, operation, iterations, threshold), part in parts.items():
+            solved = sum(bool(r["success"]) for r in part)
+            print(
+                f"{path.name}: {model} {operation}, step {part[0]['step']:,} of "
+                f"{iterations:,}: {solved} of {len(part)} seeds solved so far "
+                f"(threshold {threshold:.3g}; {part[0]['engine']} engine)"
+            )
+            if not args.brief:
+                table = pd.DataFrame(part, columns=columns)
+                for column in ("solved_at", "best_step"):
+                    table[column] = table[column].astype("Int64")
+                print(table.to_string(index=False, float_format="{:.3g}".format))
     return 0
 
 
@@ -465,6 +554,7 @@ def _mnist(args) -> int:
     from keras_nalu.sweeps.grid import parse_seeds
     from keras_nalu.tasks.mnist import parse_lengths
 
+    _refuse_backend_without_fit("mnist")
     fields = {f.name for f in dataclasses.fields(MnistConfig)}
     common = {k: v for k, v in vars(args).items() if k in fields}
     common["data_dir"] = args.data_dir
@@ -538,26 +628,11 @@ def _mnist_line(record: dict) -> dict:
     return {key: record.get(key) for key in keys}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _train_flags(train) -> None:
     from keras_nalu.experiments import STATIC_TASKS, ExperimentConfig
     from keras_nalu.models import PRESETS
     from keras_nalu.tasks import OPERATIONS
 
-    parser = _Parser(
-        prog="keras-nalu",
-        description="Neural arithmetic units: train, judge, explain, summarize.",
-    )
-    commands = parser.add_subparsers(
-        dest="command", required=True, parser_class=_Parser
-    )
-
-    train = commands.add_parser(
-        "train",
-        help="train one preset on the arithmetic task, judge it, export it",
-        description="Train a preset on Madsen & Johansen's (2020) arithmetic "
-        "task; print the verdict, the formula and where the files went; save "
-        "the result record, the .keras model and a TF Serving SavedModel.",
-    )
     _add_config_flags(
         train,
         ExperimentConfig,
@@ -574,7 +649,10 @@ def build_parser() -> argparse.ArgumentParser:
         "the other settings that differ from their defaults)",
     )
     train.add_argument(
-        "--overwrite", action="store_true", help="replace an existing run of --name"
+        "--overwrite",
+        action="store_true",
+        help="replace an existing run of --name, and export even a run that did "
+        "not solve the task as the new latest version",
     )
     train.add_argument(
         "--allow-overlap",
@@ -590,47 +668,81 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument(
         "--json", action="store_true", help="print the whole result record as JSON"
     )
-    train.set_defaults(handler=_train)
 
-    explain = commands.add_parser("explain", help="print the formula a model computes")
+
+def _explain_flags(explain) -> None:
     explain.add_argument("model", help="a .keras file, e.g. runs/NAME/model.keras")
-    explain.add_argument("--tolerance", type=float, default=0.01)
-    explain.set_defaults(handler=_explain)
+    explain.add_argument(
+        "--tolerance",
+        type=float,
+        default=0.01,
+        help="largest distance of a weight from its discrete value (-1, 0, 1) "
+        "that still counts as discrete, in [0, 0.5); farther weights make the "
+        "formula approximate and are listed (default: 0.01)",
+    )
 
-    summarize = commands.add_parser("summarize", help="paper-style table of results")
+
+def _summarize_flags(summarize) -> None:
     summarize.add_argument("results", help="a results CSV")
-    summarize.add_argument("--by", default="operation,model")
+    summarize.add_argument(
+        "--by",
+        default=None,
+        metavar="COLUMNS",
+        help="comma list of columns to group by, e.g. operation,model: runs "
+        "that differ in other columns are pooled, and a note says which "
+        "(default: one row per configuration and engine)",
+    )
     summarize.add_argument(
         "--out",
         default=None,
         help="folder for RESULTS_STEM.summary.md/.tex/.csv (default: beside RESULTS)",
     )
-    summarize.set_defaults(handler=_summarize)
 
-    plot = commands.add_parser(
-        "plot", help="the panels of Madsen & Johansen's (2020) Fig. 3 against --x"
-    )
+
+def _plot_flags(plot) -> None:
+    from keras_nalu.sweeps.results import CONFIG_COLUMNS
+
+    swept = [c for c in CONFIG_COLUMNS if c not in ("model", "operation", "seed")]
     plot.add_argument("results", help="a results CSV")
-    plot.add_argument("--x", required=True, help="the swept column, e.g. hidden_size")
-    plot.add_argument("--operation", default=None)
-    plot.add_argument("--out", default=None, help="PNG path")
-    plot.set_defaults(handler=_plot)
-
-    sweep = commands.add_parser(
-        "sweep",
-        help="train a grid of configs × seeds into a resumable results CSV",
-        description="Train every (config, seed) of a grid as vectorized "
-        "replicas, chunk by chunk, appending to a results CSV that a rerun "
-        "resumes; print the paper-style summary. Grid: --grid KEY=V1,V2 per "
-        "ExperimentConfig field (a single value fixes it), --grid "
-        "K1:K2=A1:B1,A2:B2 for fields that change together, or --grid-file "
-        "with the same as JSON.",
+    plot.add_argument(
+        "--x",
+        required=True,
+        metavar="COLUMN",
+        help="the swept column on the x-axis, one the runs differ in: "
+        f"{', '.join(swept)}, engine, or an extra column of RESULTS (not "
+        "model or operation, which make the lines, nor an outcome)",
     )
-    sweep.add_argument("--grid", action="append", metavar="KEY=V1,V2")
+    plot.add_argument("--operation", default=None, help="plot only this operation")
+    plot.add_argument(
+        "--out", default=None, help="PNG path (default: RESULTS_STEM.X.png)"
+    )
+    plot.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="write over a file at --out that is not a plot keras-nalu made",
+    )
+
+
+def _sweep_flags(sweep) -> None:
+    sweep.add_argument(
+        "--grid",
+        action="append",
+        metavar="KEY=V1,V2",
+        help="the values of one ExperimentConfig field, or K1:K2=A1:B1,A2:B2; "
+        "repeat it for each field",
+    )
     sweep.add_argument("--grid-file", default=None, help="JSON {field: [values]}")
-    sweep.add_argument("--seeds", default="0-9", help="e.g. 0-99 or 0,3,7-9")
-    sweep.add_argument("--chunk-size", type=int, default=100, help="seeds per run")
-    sweep.add_argument("--results", default="results/sweep.csv", help="results CSV")
+    sweep.add_argument(
+        "--seeds", default="0-9", help="e.g. 0-99 or 0,3,7-9 (default: 0-9)"
+    )
+    sweep.add_argument(
+        "--chunk-size", type=int, default=100, help="seeds per run (default: 100)"
+    )
+    sweep.add_argument(
+        "--results",
+        default="results/sweep.csv",
+        help="results CSV (default: results/sweep.csv)",
+    )
     sweep.add_argument(
         "--ray-address",
         default=None,
@@ -643,7 +755,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=600.0,
         metavar="SECONDS",
         help="back up the chunk in training this often to RESULTS.backup/ (on "
-        "Ray: to --backup-dir); a rerun continues it (default: 600)",
+        "Ray: to --backup-dir), and at its next evaluation after Ctrl-C; a rerun "
+        "continues it (default: 600)",
     )
     sweep.add_argument("--no-backup", action="store_true", help="never back up a chunk")
     sweep.add_argument(
@@ -667,31 +780,20 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="accept extrapolation and interpolation ranges that overlap",
     )
-    sweep.set_defaults(handler=_sweep)
 
-    progress = commands.add_parser(
-        "progress",
-        help="how far the chunks of a running (or killed) sweep have got",
-        description="Read the backups a sweep writes beside RESULTS (in "
-        "RESULTS.backup/) and print each chunk's step and each seed's verdict "
-        "so far, without disturbing the sweep.",
-    )
+
+def _progress_flags(progress) -> None:
     progress.add_argument("results", help="a sweep's results CSV, or one backup .npz")
-    progress.add_argument("--brief", action="store_true", help="one line per chunk")
-    progress.set_defaults(handler=_progress)
+    progress.add_argument(
+        "--brief", action="store_true", help="one line per configuration of a chunk"
+    )
 
+
+def _mnist_flags(mnist) -> None:
     from keras_nalu.experiments.mnist import MnistConfig
     from keras_nalu.tasks.mnist import OPERATIONS as MNIST_OPERATIONS
     from keras_nalu.tasks.mnist import SOURCES
 
-    mnist = commands.add_parser(
-        "mnist",
-        help="sequential MNIST sum / product / count with the exact-unit bound",
-        description="Train recurrent arithmetic units on sequences of MNIST "
-        "digits (Madsen & Johansen 2020, §4.2, App. D; Trask et al. 2018, §4.2); "
-        "judge each length "
-        "against the MSE bound of the exact-unit baseline.",
-    )
     _add_config_flags(
         mnist,
         MnistConfig,
@@ -712,12 +814,108 @@ def build_parser() -> argparse.ArgumentParser:
     mnist.add_argument("--data-dir", default=None, help="prepared tfds folder")
     mnist.add_argument("--output-dir", default="runs", help="records and plot")
     mnist.add_argument("--quiet", action="store_true", help="no progress bar")
-    mnist.set_defaults(handler=_mnist)
+
+
+#: Every sub-command: its handler, the function that adds its flags (and
+#: imports what their choices need), its one-line help and its description.
+_COMMANDS = {
+    "train": (
+        _train,
+        _train_flags,
+        "train one preset on the arithmetic task, judge it, export it",
+        "Train a preset on Madsen & Johansen's (2020) arithmetic task; print "
+        "the verdict, the formula and where the files went; save the result "
+        "record, the .keras model and a TF Serving SavedModel. The export "
+        "becomes the model's latest version (the one TF Serving serves) when "
+        "the run solved the task or the model has no version yet; an unsolved "
+        "run is not exported over a served model unless --overwrite.",
+    ),
+    "explain": (
+        _explain,
+        _explain_flags,
+        "print the formula a model computes",
+        None,
+    ),
+    "summarize": (
+        _summarize,
+        _summarize_flags,
+        "paper-style table of results",
+        "Print and write (Markdown, LaTeX, CSV) the success rate, solved-at "
+        "step and sparsity error of a results CSV, one row per configuration "
+        "and engine; a run listed twice is refused.",
+    ),
+    "plot": (
+        _plot,
+        _plot_flags,
+        "the panels of Madsen & Johansen's (2020) Fig. 3 against --x",
+        None,
+    ),
+    "sweep": (
+        _sweep,
+        _sweep_flags,
+        "train a grid of configs × seeds into a resumable results CSV",
+        "Train every (config, seed) of a grid as vectorized replicas, chunk by "
+        "chunk, appending to a results CSV that a rerun resumes; print the "
+        "paper-style summary. Grid: --grid KEY=V1,V2 per ExperimentConfig "
+        "field (a single value fixes it), --grid K1:K2=A1:B1,A2:B2 for fields "
+        "that change together, or --grid-file with the same as JSON. Ctrl-C "
+        "backs up the chunk in training at its next evaluation and exits with "
+        "status 130; a second Ctrl-C stops at once.",
+    ),
+    "progress": (
+        _progress,
+        _progress_flags,
+        "how far the chunks of a running (or killed) sweep have got",
+        "Read the backups a sweep writes beside RESULTS (in RESULTS.backup/) "
+        "and print each chunk's step and each seed's verdict so far, without "
+        "disturbing the sweep.",
+    ),
+    "mnist": (
+        _mnist,
+        _mnist_flags,
+        "sequential MNIST sum / product / count with the exact-unit bound",
+        "Train recurrent arithmetic units on sequences of MNIST digits "
+        "(Madsen & Johansen 2020, §4.2, App. D; Trask et al. 2018, §4.2); "
+        "judge each length against the MSE bound of the exact-unit baseline.",
+    ),
+}
+
+
+def build_parser(flags: bool = True) -> argparse.ArgumentParser:
+    """The `keras-nalu` parser.
+
+    Args:
+        flags: False gives the sub-commands without their flags: enough for
+            `keras-nalu --help` and `--version`, and nothing of Keras is
+            imported.
+    """
+    from keras_nalu import __version__
+
+    parser = _Parser(
+        prog="keras-nalu",
+        description="Neural arithmetic units: train, judge, explain, summarize.",
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {__version__}"
+    )
+    commands = parser.add_subparsers(
+        dest="command", required=True, parser_class=_Parser
+    )
+    for name, (handler, add_flags, help_text, description) in _COMMANDS.items():
+        command = commands.add_parser(
+            name, help=help_text, description=description or help_text
+        )
+        if flags:
+            add_flags(command)
+        command.set_defaults(handler=handler)
     return parser
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else [str(arg) for arg in argv]
+    # Without a sub-command (--help, --version) no flags are needed, and so
+    # nothing of Keras: the answer comes at once (see keras_nalu/_startup.py).
+    parser = build_parser(flags=any(not arg.startswith("-") for arg in argv))
     args = parser.parse_args(argv)
     try:
         return args.handler(args)
@@ -727,8 +925,9 @@ def main(argv=None) -> int:
         message = str(error).splitlines()[0] if str(error) else type(error).__name__
         print(f"keras-nalu {args.command}: error: {message}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("keras-nalu: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as interrupt:
+        detail = f": {_one_line(interrupt)}" if str(interrupt) else ""
+        print(f"keras-nalu {args.command}: interrupted{detail}", file=sys.stderr)
         return 130
 
 

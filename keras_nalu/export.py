@@ -2,9 +2,11 @@
 
 Layout: `<export_dir>/<name>/<integer version>/saved_model.pb` (what TF
 Serving's file-system source expects) and `<export_dir>/<name>/manifest.json`
-describing every version: the task, the run's config and its result.
+describing every version: the task, the run's config and its result. TF
+Serving serves the highest version; the manifest names it `latest`.
 """
 
+import functools
 import json
 import os
 import shutil
@@ -19,6 +21,10 @@ from keras_nalu._optional import require
 
 MANIFEST = "manifest.json"
 
+# Serving needs no gradients, and jax2tf cannot trace those of a product (NMU)
+# over a batch of unknown size.
+_JAX2TF_OPTIONS = {"with_gradient": False}
+
 MIN_FREE_BYTES = 16 * 2**20
 """Free space an output folder needs: a run's files take well under 1 MiB."""
 
@@ -31,9 +37,11 @@ def check_output_folder(
 ) -> Path:
     """Makes sure files can be written in the folder `path`, before any work.
 
-    Creates the folder (and its parents) if needed, then writes and deletes
-    a probe file in it, so a file in the way, a read-only folder or a full
-    disk is found now, in one line, not after hours of training.
+    Writes and deletes a probe file in `path`, or in its nearest existing
+    parent if `path` does not exist yet (whoever writes there creates the
+    missing folders), so a file in the way, a read-only folder or a full
+    disk is found now, in one line, not after hours of training; and a run
+    that fails leaves no empty folder behind. Creates nothing.
 
     Args:
         path: the output folder.
@@ -48,14 +56,16 @@ def check_output_folder(
 
     Raises:
         ValueError: `path` (or one of its parents) is a file, or the folder
-            cannot be created or written, or its disk is nearly full.
+            (or the parent it would be created in) cannot be written, or its
+            disk is nearly full.
 
     Example:
 
     >>> import tempfile, pathlib
     >>> root = pathlib.Path(tempfile.mkdtemp())
-    >>> check_output_folder(root / "runs", "--output-dir").is_dir()
-    True
+    >>> folder = check_output_folder(root / "runs", "--output-dir")
+    >>> folder.name, folder.exists()
+    ('runs', False)
     """
     path = Path(path)
     given = f"{argument} {str(path if value is None else value)!r}"
@@ -64,34 +74,43 @@ def check_output_folder(
             raise ValueError(
                 f"{given}: {folder} is a file, not a folder; pass another path."
             )
+    existing = next(folder for folder in (path, *path.parents) if folder.exists())
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path, prefix=".write-check-"):
+        with tempfile.NamedTemporaryFile(dir=existing, prefix=".write-check-"):
             pass
     except OSError as error:
         reason = error.strerror or type(error).__name__
         raise ValueError(
-            f"{given}: cannot write in {path} ({reason}); pass a folder you can "
-            "write to."
+            f"{given}: cannot write in {existing} ({reason}); pass a folder you "
+            "can write to."
         ) from None
-    free = shutil.disk_usage(path).free
+    free = shutil.disk_usage(existing).free
     if free < min_free_bytes:
         raise ValueError(
-            f"{given}: only {free / 2**20:.1f} MiB free in {path}, less than the "
-            f"{min_free_bytes / 2**20:.0f} MiB needed; free some space or pass "
+            f"{given}: only {free / 2**20:.1f} MiB free in {existing}, less than "
+            f"the {min_free_bytes / 2**20:.0f} MiB needed; free some space or pass "
             "another folder."
         )
     return path
 
 
-def next_version(model_dir: Path) -> int:
-    """One more than the highest integer version folder in `model_dir`."""
+def latest_version(model_dir: str | os.PathLike) -> int | None:
+    """The highest integer version folder in `model_dir`, or None if none.
+
+    It is the version TF Serving serves (its default policy serves the
+    highest), and the manifest's `latest`.
+    """
     versions = [
         int(child.name)
         for child in Path(model_dir).glob("*")
         if child.is_dir() and child.name.isdigit()
     ]
-    return max(versions, default=0) + 1
+    return max(versions, default=None)
+
+
+def next_version(model_dir: str | os.PathLike) -> int:
+    """One more than the highest integer version folder in `model_dir`."""
+    return (latest_version(model_dir) or 0) + 1
 
 
 def _write_json(path: Path, payload) -> None:
@@ -122,9 +141,15 @@ def export_saved_model(
     prediction; loading it needs TensorFlow only, not keras_nalu. The
     signature states the input width, and the served function checks it: an
     input of another width fails with "serving_default expects inputs of
-    shape (batch, input_size)", not inside a MatMul. Writing it needs
-    TensorFlow too, on the JAX backend as well (Keras converts the model
-    with jax2tf).
+    shape (batch, input_size)", not inside a MatMul; an empty batch gives an
+    empty prediction. Writing it needs TensorFlow too, on the JAX backend as
+    well (Keras converts the model with jax2tf); the export of either backend
+    serves alike.
+
+    The new version becomes the manifest's `latest`, and the version TF
+    Serving serves: this function always writes it. (`keras-nalu train`
+    writes it only for a run that solved the task, or where the model has no
+    version yet, unless `--overwrite`.)
 
     Args:
         model: a built Keras model.
@@ -182,19 +207,19 @@ def _export_checked(model: keras.Model, path: Path) -> None:
     """`model.export`, with the input width checked inside the served graph.
 
     TF Serving feeds a request's tensor into the graph without checking it
-    against the signature, so a wrong width would fail in the first MatMul.
+    against the signature, so a wrong width would fail in the first MatMul
+    (on JAX, in a dump of the converted module). On JAX, an empty batch
+    skips the converted model, whose batch size must be at least 1.
     """
     shape = model.inputs[0].shape if len(model.inputs) == 1 else ()
     width = shape[-1] if len(shape) == 2 else None
     backend = keras.backend.backend()
     if backend != "tensorflow":
         require("tensorflow", "SavedModel export")
-    if backend != "tensorflow" or width is None:
+    if width is None or backend not in ("tensorflow", "jax"):
         options = {}
         if backend == "jax":
-            # Serving needs no gradients, and jax2tf cannot trace those of a
-            # product (NMU) over a batch of unknown size.
-            options["jax2tf_kwargs"] = {"with_gradient": False}
+            options["jax2tf_kwargs"] = _JAX2TF_OPTIONS
         model.export(str(path), format="tf_saved_model", verbose=False, **options)
         return
     import tensorflow as tf
@@ -203,19 +228,42 @@ def _export_checked(model: keras.Model, path: Path) -> None:
         f"serving_default expects inputs of shape (batch, {width}): {width} "
         f"float32 numbers per example. Send {width} numbers per example."
     )
+    spec = tf.TensorSpec((None, width), tf.float32, name=model.inputs[0].name)
+    if backend == "jax":
+        call = _jax2tf_call(model, spec)
+        output = model.outputs[0]
+        nothing = tf.zeros([0, *output.shape[1:]], output.dtype)
+    else:
+        call = functools.partial(model, training=False)
 
     def serve(inputs):
         check = tf.debugging.assert_equal(
             tf.shape(inputs)[-1], tf.constant(width, tf.int32), message=message
         )
         with tf.control_dependencies([check]):
-            return model(inputs, training=False)
+            if backend == "jax":
+                return tf.cond(
+                    tf.shape(inputs)[0] > 0, lambda: call(inputs), lambda: nothing
+                )
+            return call(inputs)
 
     archive = keras.export.ExportArchive()
-    archive.track(model)
-    spec = tf.TensorSpec((None, width), tf.float32, name=model.inputs[0].name)
-    archive.add_endpoint("serve", serve, input_signature=[spec])
+    if backend == "jax":  # a tf.function: added as it is, not converted again
+        serve = tf.function(serve, input_signature=[spec], autograph=False)
+        serve.get_concrete_function()
+        archive.add_endpoint("serve", serve)
+    else:
+        archive.track(model)
+        archive.add_endpoint("serve", serve, input_signature=[spec])
     archive.write_out(str(path), verbose=False)
+
+
+def _jax2tf_call(model: keras.Model, spec):
+    """The JAX `model` as a TF function of `spec`, through Keras' jax2tf export."""
+    archive = keras.export.ExportArchive()
+    return archive.track_and_add_endpoint(
+        "serve", model, [spec], jax2tf_kwargs=_JAX2TF_OPTIONS
+    )
 
 
 def save_keras_model(model: keras.Model, path: str | os.PathLike) -> Path:

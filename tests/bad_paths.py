@@ -2,7 +2,9 @@
 
 import contextlib
 import os
+import shutil
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -49,3 +51,27 @@ def listing(folder: Path) -> set[str]:
         for root, folders, files in os.walk(folder)
         for name in folders + files
     }
+
+
+@contextlib.contextmanager
+def read_only_folder_with(tmp_path: Path, name: str, content: str):
+    """A folder holding the file `name` (with `content`), then made read-only.
+
+    Without write permission, or, where this process ignores permissions
+    (root), marked immutable (`chattr +i`); skipped where neither holds.
+    """
+    folder = tmp_path / "read-only-with-file"
+    folder.mkdir()
+    (folder / name).write_text(content)
+    folder.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    immutable = False
+    try:
+        if _writable(folder) and shutil.which("chattr"):
+            immutable = subprocess.run(["chattr", "+i", folder]).returncode == 0
+        if _writable(folder):
+            pytest.skip("no way here to make a folder refuse this user's writes")
+        yield folder
+    finally:
+        if immutable:
+            subprocess.run(["chattr", "-i", folder])
+        folder.chmod(stat.S_IRWXU)

@@ -10,6 +10,7 @@ from keras_nalu._optional import installed
 from keras_nalu.export import MANIFEST, export_saved_model
 from keras_nalu.layers import NAU, NMU
 from tests.backend import BACKEND
+from tests.helpers import run_in_fresh_python
 from tests.serving import serve_in_fresh_process
 
 
@@ -29,3 +30,65 @@ def test_exported_model_serves_with_tensorflow_alone(tmp_path):
     assert manifest["latest"] == 1
     assert manifest["versions"]["1"]["task"] == "mul"
     assert manifest["versions"]["1"]["input_shape"] == [None, 3]
+
+
+# Exports a NAU -> NMU model of input width 10 to argv[1] on this process's
+# backend (KERAS_BACKEND).
+_EXPORT = r"""
+import sys
+import keras
+from keras_nalu.export import export_saved_model
+from keras_nalu.layers import NAU, NMU
+keras.utils.set_random_seed(0)
+model = keras.Sequential([keras.Input((10,)), NAU(2), NMU(1)])
+print(export_saved_model(model, sys.argv[1], "nau_nmu"))
+"""
+
+# Calls the signature of each SavedModel in argv[1:] with TensorFlow alone: an
+# empty batch, and a batch of width 7 instead of 10.
+_SERVE_BAD_INPUT = r"""
+import json, sys
+import numpy as np
+import tensorflow as tf
+answers = []
+for path in sys.argv[1:]:
+    served = tf.saved_model.load(path).signatures["serving_default"]
+    (empty,) = served(tf.constant(np.ones((0, 10), np.float32))).values()
+    try:
+        served(tf.constant(np.ones((2, 7), np.float32)))
+        error = None
+    except tf.errors.InvalidArgumentError as failure:
+        error = failure.message
+    answers.append({"empty": empty.shape.as_list(), "error": error})
+print(json.dumps(answers))
+"""
+
+
+@pytest.mark.skipif(not installed("tensorflow"), reason="needs TensorFlow")
+@pytest.mark.skipif(
+    BACKEND not in ("tensorflow", "jax"), reason=f"not tested on {BACKEND}"
+)
+def test_both_exports_check_the_width_and_serve_an_empty_batch(tmp_path):
+    """The export of the JAX backend serves as TensorFlow's: same check, same
+    message, the empty batch served (JAX's is written in a fresh process in
+    the TensorFlow pass of the tests, and in this one in the JAX pass)."""
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((10,)), NAU(2), NMU(1)])
+    paths = [export_saved_model(model, tmp_path / BACKEND, "nau_nmu")]
+    if BACKEND == "tensorflow":
+        jax = run_in_fresh_python(
+            _EXPORT, tmp_path / "jax", env={"KERAS_BACKEND": "jax"}
+        )
+        paths.append(jax.strip().splitlines()[-1])
+    answers = json.loads(
+        run_in_fresh_python(_SERVE_BAD_INPUT, *paths).strip().splitlines()[-1]
+    )
+    assert len(answers) == len(paths)
+    for served in answers:
+        assert served["empty"] == [0, 1]
+        assert (
+            "assertion failed: [serving_default expects inputs of shape (batch, 10): "
+            "10 float32 numbers per example. Send 10 numbers per example.]"
+        ) in served["error"]
+        # TensorFlow's few lines around it, not a dump of the converted module
+        assert len(served["error"]) < 1000 and "refinement" not in served["error"]

@@ -2,7 +2,9 @@
 
 Ranges, grids, seed lists, results CSVs, sweep backups and config fields:
 random and mutated input gives a result or one clear error (a `ValueError`
-of one line), never another exception, a hang or a changed input file.
+of one line), never another exception, a hang or a changed input file. The
+`summarize`, `plot` and `progress` commands get the same: files of several
+configurations and engines, a run listed twice, a file cut anywhere.
 
 The example count is bounded and the examples are derived from each test's
 name (`derandomize`), so `make test` stays fast and gives the same verdict on
@@ -13,13 +15,15 @@ import io
 import json
 import math
 import os
+import shutil
 import string
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from keras_nalu.experiments import ExperimentConfig, check_run_name
@@ -41,6 +45,10 @@ from keras_nalu.sweeps.results import (
 from keras_nalu.sweeps.summary import REQUIRED_COLUMNS, load_results
 from keras_nalu.tasks import ArithmeticTask, Range
 from tests.helpers import as_format_1, load_backup_state, save_backup_state
+
+EXAMPLE_RESULTS = (
+    Path(__file__).parents[1] / "examples" / "results" / "example_results.csv"
+)
 
 settings.register_profile(
     "default",
@@ -550,7 +558,7 @@ def test_a_damaged_format_2_backup_is_one_clear_error(tmp_path, backups):
     for name, change in SUMMARY_DAMAGE.items():
         path.write_bytes(with_state(contents[2], change))
         assert one_clear_error(read_backup, path) is None, name
-        with pytest.raises(ValueError, match="delete it"):
+        with pytest.raises(ValueError, match="move it aside"):
             run.restore_backup(path)
         assert run.step == 0, name
     # The JSON stored otherwise than as UTF-8 bytes in a 1-D uint8 array.
@@ -564,7 +572,7 @@ def test_a_damaged_format_2_backup_is_one_clear_error(tmp_path, backups):
         np.savez(path, state=stored, **arrays)
         with pytest.raises(ValueError, match="not a readable sweep backup"):
             read_backup(path)
-        with pytest.raises(ValueError, match="delete it"):
+        with pytest.raises(ValueError, match="move it aside"):
             run.restore_backup(path)
 
 
@@ -593,3 +601,210 @@ def test_the_backup_fixture_is_a_readable_backup(tmp_path, backup):
     assert zipfile.is_zipfile(path)
     assert run.restore_backup(path) and run.step == 100
     assert not math.isnan(read_backup(path)[0]["interpolation_mse"])
+
+
+# -- summarize, plot and progress -------------------------------------------------
+# As a sweep's file above: random tables of several configurations and engines,
+# a run listed twice, a file cut anywhere, through the commands themselves.
+
+RUN_COLUMNS = ["model", "max_iterations", "hidden_size", "engine"]
+
+
+@st.composite
+def mixed_results(draw):
+    """Runs of up to two models, budgets, sizes and engines, in any order;
+    `(table, repeated)`: one run may be listed twice."""
+    rows = []
+    for model in draw(st.sets(st.sampled_from(["nau", "nmu"]), min_size=1)):
+        for budget in draw(st.sets(st.sampled_from([200, 2000]), min_size=1)):
+            for size in draw(st.sets(st.sampled_from([2, 4]), min_size=1)):
+                for engine in draw(
+                    st.sets(st.sampled_from(["tensorflow", "jax"]), min_size=1)
+                ):
+                    for seed in range(draw(st.integers(1, 3))):
+                        success = draw(st.booleans())
+                        rows.append(
+                            {
+                                "model": model,
+                                "operation": "add",
+                                "seed": seed,
+                                "max_iterations": budget,
+                                "hidden_size": size,
+                                "engine": engine,
+                                "success": success,
+                                "solved_at": budget / 2 if success else None,
+                                "sparsity_error": 0.01 * (seed + 1),
+                                "interpolation_mse": 1e-9,
+                                "extrapolation_mse": 1e-8,
+                                "iterations": budget,
+                            }
+                        )
+    order = draw(st.permutations(range(len(rows))))
+    table = pd.DataFrame([rows[i] for i in order])
+    repeated = draw(st.integers(0, 3), label="repeat a run?") == 0
+    if repeated:
+        again = draw(st.integers(0, len(table) - 1), label="repeated row")
+        table = pd.concat([table, table.iloc[[again]]], ignore_index=True)
+    return table, repeated
+
+
+def run_cli(capsys, *argv):
+    """`keras-nalu ARGV` here: (exit status, stdout, stderr lines)."""
+    from keras_nalu import cli
+
+    code = cli.main([str(arg) for arg in argv])
+    captured = capsys.readouterr()
+    return code, captured.out, [line for line in captured.err.splitlines() if line]
+
+
+def assert_one_clear_line(code, err):
+    assert code == 2 and len(err) == 1, err
+    assert "Traceback" not in err[0]
+
+
+@settings(max_examples=20)  # the intervals' fits take about 0.1 s a row
+@given(mixed_results(), st.data())
+def test_summarize_counts_each_run_once_and_pools_nothing(
+    tmp_path, capsys, results, data
+):
+    table, repeated = results
+    path = tmp_path / "results.csv"
+    table.to_csv(path, index=False)
+    content = path.read_bytes()
+    if data.draw(st.booleans(), label="cut"):
+        content = content[: data.draw(st.integers(0, len(content)), label="cut at")]
+        path.write_bytes(content)
+    complete = complete_rows(content)
+    out_dir = tmp_path / "out"
+    shutil.rmtree(out_dir, ignore_errors=True)
+    code, _, err = run_cli(capsys, "summarize", path, "--out", out_dir)
+    assert path.read_bytes() == content
+    kept = table.head(complete)
+    if complete and repeated and kept.duplicated(RUN_COLUMNS + ["seed"]).any():
+        event("a run listed twice")
+        assert_one_clear_line(code, err)
+        assert "repeats the run of line" in err[0]
+        assert not out_dir.exists()
+        return
+    if code != 0:  # a cut row, or nothing left but a header
+        event("a file cut short")
+        assert_one_clear_line(code, err)
+        assert not out_dir.exists()
+        return
+    event(f"summarized: {kept[RUN_COLUMNS].drop_duplicates().shape[0]} configurations")
+    summary = pd.read_csv(out_dir / "results.summary.csv")
+    assert "engine" in summary
+    counts = kept.groupby(RUN_COLUMNS).size()
+    keys = [column for column in RUN_COLUMNS if column in summary]
+    assert len(summary) == len(counts)  # one row per configuration and engine
+    assert summary.groupby(keys)["n"].sum().sum() == len(kept)
+    for _, row in summary.iterrows():
+        runs = kept
+        for key in keys:
+            runs = runs[runs[key] == row[key]]
+        assert row["n"] == len(runs)
+        assert runs[RUN_COLUMNS].drop_duplicates().shape[0] == 1  # nothing pooled
+
+
+@settings(max_examples=15)  # and a figure takes about a second
+@given(
+    mixed_results(), st.sampled_from(["absent", "ours", "ours", "foreign"]), st.data()
+)
+def test_plot_draws_every_configuration_apart_and_writes_over_nothing(
+    tmp_path, capsys, results, target, data
+):
+    from keras_nalu.sweeps.plots import made_by_plot, results_figure
+
+    table, repeated = results
+    path = tmp_path / "results.csv"
+    table.to_csv(path, index=False)
+    content = path.read_bytes()
+    out = tmp_path / "plot.png"
+    out.unlink(missing_ok=True)
+    if target == "foreign":
+        out.write_bytes(content)
+    elif target == "ours":
+        code, _, err = run_cli(
+            capsys, "plot", EXAMPLE_RESULTS, "--x", "hidden_size", "--out", out
+        )
+        assert code == 0, err
+    before = out.read_bytes() if out.exists() else None
+    x = data.draw(
+        st.sampled_from(["hidden_size", "max_iterations", "hidden_size", "success"])
+    )
+    code, _, err = run_cli(capsys, "plot", path, "--x", x, "--out", out)
+    assert path.read_bytes() == content
+    if repeated or target == "foreign" or x == "success":
+        event("refused")
+        assert_one_clear_line(code, err)
+        assert (out.read_bytes() if out.exists() else None) == before
+        return
+    assert code == 0, err
+    event(f"drawn over a file that was {target}")
+    assert made_by_plot(out)
+    figure = results_figure(load_results(path), x=x)
+    labels = figure.axes[0].get_legend_handles_labels()[1]
+    lines = [c for c in RUN_COLUMNS if c != x]
+    assert len(labels) == len(table[lines].drop_duplicates())
+    assert len(set(labels)) == len(labels)  # each line says what sets it apart
+
+
+@settings(max_examples=25)
+@given(
+    st.lists(
+        st.sampled_from(["single", "batched", "copy", "batched", "cut", "bytes"]),
+        min_size=1,
+        max_size=4,
+    ),
+    st.data(),
+)
+def test_progress_shows_every_configuration_and_engine_or_one_clear_line(
+    tmp_path, capsys, backups, files, data
+):
+    _, contents = backups
+    folder = tmp_path / "sweep.csv.backup"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    state, arrays = load_backup_state(io.BytesIO(contents[2]))
+    config, seeds = state.pop("config"), state.pop("seeds")
+    batched = {
+        **state,
+        "engine": "jax",
+        "configs": [
+            {**config, "operation": operation, "seed": seed}
+            for operation, seed in zip(("add", "sub"), seeds)
+        ],
+    }
+    expected, readable = [], True
+    for index, kind in enumerate(files):
+        name = f"c{index}.npz"
+        if kind == "batched":
+            save_backup_state(folder / name, batched, arrays)
+            expected += [(name, "add", "jax"), (name, "sub", "jax")]
+        elif kind == "bytes":
+            (folder / name).write_bytes(mutate(data, contents[2]))
+            readable = False  # perhaps still readable: either answer is fine
+        elif kind == "cut":
+            cut = data.draw(st.integers(0, len(contents[2]) - 1), label="cut at")
+            (folder / name).write_bytes(contents[2][:cut])
+            readable = False
+        else:  # a chunk's backup, or a copy of one under another name
+            (folder / name).write_bytes(contents[2])
+            expected += [(name, "add", "tensorflow")]
+    code, out, err = run_cli(capsys, "progress", tmp_path / "sweep.csv", "--brief")
+    if code != 0:
+        event("refused")
+        assert not readable
+        assert_one_clear_line(code, err)
+        assert "is not a readable sweep backup" in err[0] or "damaged" in err[0]
+        assert "delete" not in err[0]  # never advised for a backup
+        return
+    event("shown" + (" all readable" if readable else " despite damage"))
+    lines = out.splitlines()
+    shown = [
+        (line.split(":")[0], line.split(", step")[0].split()[-1], line.split("; ")[-1])
+        for line in lines
+    ]
+    if readable:
+        assert shown == [(n, op, f"{engine} engine)") for n, op, engine in expected]
+    assert all(" seeds solved so far (threshold " in line for line in lines)

@@ -8,6 +8,7 @@ TensorFlow alone.
 """
 
 import json
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -20,6 +21,7 @@ from tests.backend import BACKEND, requires_tensorflow, to_numpy
 from tests.helpers import run_in_fresh_python
 
 INPUT_DIM = 4
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def nau_nmu_model():
@@ -190,3 +192,28 @@ def test_keras_round_trip_of_each_unit(make_unit, tmp_path):
         assert before.name == after.name
         np.testing.assert_array_equal(to_numpy(before), to_numpy(after))
     np.testing.assert_array_equal(loaded.predict(x, verbose=0), expected)
+
+
+KERAS_LOAD_WITHOUT_IMPORT = """
+import re, sys
+import keras
+
+try:
+    keras.saving.load_model(sys.argv[1])
+except TypeError as error:
+    print(re.search("Could not locate class '[^']*'", str(error))[0])
+"""
+
+
+def test_a_keras_file_needs_the_import_that_registers_the_units(saved):
+    """As the README says: `import keras_nalu` registers; Keras has no other way."""
+    directory, _ = saved
+    path = directory / "nau_nmu.keras"
+    stdout = run_in_fresh_python(KERAS_LOAD_WITHOUT_IMPORT, path)
+    assert stdout.strip().splitlines()[-1] == "Could not locate class 'NAU'"
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert "in a process that ran `import keras_nalu`, which registers every unit" in (
+        readme
+    )
+    assert "Could not locate class 'NAU'" in readme
+    assert "`[jax]` (Keras' JAX backend" in readme

@@ -15,6 +15,7 @@ from keras_nalu._validation import (
     check_non_negative_int,
     check_positive,
     check_positive_int,
+    check_steps,
 )
 from keras_nalu.callbacks import ProgressBar, optimizer_step
 from keras_nalu.evaluation import (
@@ -135,6 +136,7 @@ class ExperimentConfig:
         get_preset(self.model)
         check_positive_int("ExperimentConfig", "iterations", self.iterations)
         check_positive_int("ExperimentConfig", "eval_every", self.eval_every)
+        check_steps("ExperimentConfig", self.iterations, self.eval_every)
         check_positive_int(
             "ExperimentConfig", "steps_per_execution", self.steps_per_execution
         )

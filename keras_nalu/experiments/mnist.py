@@ -25,7 +25,12 @@ from keras import ops
 
 from keras_nalu import layers as units
 from keras_nalu._api import export
-from keras_nalu._validation import check_choice, check_positive, check_positive_int
+from keras_nalu._validation import (
+    check_choice,
+    check_positive,
+    check_positive_int,
+    check_steps,
+)
 from keras_nalu.callbacks import (
     ProgressBar,
     RegularizationSchedule,
@@ -335,6 +340,7 @@ class MnistConfig:
         )
         for name in ("iterations", "eval_every", "batch_size", "eval_batch_size"):
             check_positive_int("MnistConfig", name, getattr(self, name))
+        check_steps("MnistConfig", self.iterations, self.eval_every)
         self.task()
 
     def task(self) -> SequentialMnistTask:

@@ -4,7 +4,10 @@ The layout is Madsen & Johansen's (2020) Figure 3 (and Figures 7-8): three panel
 by side sharing the swept parameter on their x-axis, one line per model, each
 point with its 95 % interval from `keras_nalu.sweeps.summary.summarize`.
 Figures are drawn on matplotlib's Agg canvas, so no display is needed and
-pyplot's global state is never touched.
+pyplot's global state is never touched. Runs of different configurations or
+engines are never pooled into one point: each gets a line of its own. The PNG
+says in its `Software` text that this module drew it (`made_by_plot`), so
+`keras-nalu plot` replaces its own plots and no other file.
 
 Reference: Madsen & Johansen, "Neural Arithmetic Units", ICLR 2020, §4.1.3,
 Figure 3 and App. C.4.
@@ -19,8 +22,12 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from PIL import Image
 
-from keras_nalu.sweeps.summary import summarize
+from keras_nalu.sweeps.summary import OUTCOME_COLUMNS, run_keys, summarize
+
+PLOT_SOFTWARE = "keras-nalu plot"
+"""The PNG `Software` text of every plot `plot_results` writes."""
 
 _PANELS = (
     ("success_rate", "success_lower", "success_upper", "Success rate"),
@@ -58,12 +65,17 @@ def results_figure(
     with its profile-likelihood interval), the last two over solved seeds
     only. A numeric `x` (e.g. `hidden_size`) is placed at its values; any
     other `x` (e.g. `interpolation_range`) is categorical, in order of first
-    appearance. An interval bound at the edge of the parameter space
-    (infinite) is drawn without its bar.
+    appearance. Runs that differ in another column than `x` and `hue` (a
+    budget, an engine; see `keras_nalu.sweeps.summary.run_keys`) get lines
+    of their own, labelled with what differs: along a line only `x`
+    changes. An interval bound at the edge of the parameter space (infinite)
+    is drawn without its bar.
 
     Args:
         results: one row per run (see `keras_nalu.sweeps.summary.load_results`).
-        x: the swept column on the x-axis.
+        x: the swept column on the x-axis: a column of the runs'
+            configuration (`plot_columns`), not an outcome, not `hue` and
+            not `"operation"`.
         hue: the column with one line per value; default `"model"`.
         operation: keep only runs of this operation. When None and the runs
             hold several operations, each line is one (hue, operation) pair.
@@ -83,10 +95,15 @@ def results_figure(
     3
     """
     results = _select(results, x, hue, operation)
-    lines = [hue]
+    within = [hue]
     if operation is None and "operation" in results:
         if results["operation"].nunique(dropna=False) > 1:
-            lines = ["operation", hue]
+            within = ["operation", hue]
+    # A line holds everything but x constant, so it never mixes budgets, say.
+    keys = run_keys(results, within=within)
+    if "engine" in keys and results["engine"].nunique(dropna=False) == 1:
+        keys.remove("engine")  # one engine: no need to say which on every line
+    lines = [key for key in keys if key != x]
     numeric = pd.api.types.is_numeric_dtype(
         results[x]
     ) and not pd.api.types.is_bool_dtype(results[x])
@@ -103,8 +120,8 @@ def results_figure(
     FigureCanvasAgg(figure)
     axes = figure.subplots(1, 3)
     groups = list(summary.groupby(lines, sort=False, dropna=False))
-    for index, (keys, group) in enumerate(groups):
-        label = keys[-1] if len(keys) == 1 else f"{keys[1]} ({keys[0]})"
+    for index, (values, group) in enumerate(groups):
+        label = _label(dict(zip(lines, values)), hue)
         if numeric:
             group = group.sort_values(x)
             positions = group[x].to_numpy(dtype=float)
@@ -150,9 +167,54 @@ def results_figure(
         labels,
         loc="outside lower center",
         ncol=min(len(labels), 6) or 1,
-        title=" / ".join(reversed(lines)) if len(lines) > 1 else hue,
+        title=_label({key: key for key in lines}, hue, named=False),
     )
     return figure
+
+
+def _label(values: dict, hue: str, named: bool = True) -> str:
+    """`hue`'s value, then what else tells the line apart: "nmu (mul, jax)"."""
+    values = dict(values)
+    text = str(values.pop(hue))
+    details = [
+        str(value) if key in ("operation", "engine") or not named else f"{key}={value}"
+        for key, value in values.items()
+    ]
+    return f"{text} ({', '.join(details)})" if details else text
+
+
+def plot_columns(results: pd.DataFrame, hue: str = "model") -> list[str]:
+    """The columns `results_figure` accepts as `x`: what the runs were swept over.
+
+    Every column of the runs' configuration (not an outcome such as
+    `success`; see `keras_nalu.sweeps.summary.OUTCOME_COLUMNS`) but `hue`
+    and `"operation"`, which make the lines.
+
+    Example:
+
+    >>> import pandas as pd
+    >>> runs = pd.DataFrame({"model": ["nmu"], "operation": ["mul"], "seed": [0],
+    ...                      "hidden_size": [2], "success": [True]})
+    >>> plot_columns(runs)
+    ['hidden_size']
+    """
+    return [
+        column
+        for column in results.columns
+        if column not in OUTCOME_COLUMNS and column not in (hue, "operation")
+    ]
+
+
+def made_by_plot(path: str | os.PathLike) -> bool:
+    """Whether the file at `path` is a PNG that `plot_results` wrote."""
+    try:
+        with Image.open(path) as image:
+            software = getattr(image, "text", {}).get("Software", "")
+            return image.format == "PNG" and software == PLOT_SOFTWARE
+    # Pillow reports a file that is no image, or a damaged one, in many ways;
+    # each means "not one of ours".
+    except Exception:  # noqa: BLE001
+        return False
 
 
 def plot_results(
@@ -165,7 +227,8 @@ def plot_results(
     """Saves the three panels of Madsen & Johansen's (2020) Figure 3 against `x` as a
     PNG.
 
-    See `results_figure` for the panels; this draws it and writes it.
+    See `results_figure` for the panels; this draws it and writes it, with
+    `PLOT_SOFTWARE` as the PNG's `Software` text (`made_by_plot`).
 
     Args:
         results: one row per run (see `keras_nalu.sweeps.summary.load_results`).
@@ -194,19 +257,27 @@ def plot_results(
     figure = results_figure(results, x=x, hue=hue, operation=operation)
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(out_path, format="png")
+    figure.savefig(out_path, format="png", metadata={"Software": PLOT_SOFTWARE})
     return out_path
 
 
 def _select(
     results: pd.DataFrame, x: str, hue: str, operation: str | None
 ) -> pd.DataFrame:
-    for name, column in (("x", x), ("hue", hue)):
-        if column not in results:
-            raise ValueError(
-                f"plot_results expects {name} to be a column of the results. "
-                f"Received: {name}={column!r}; columns are {list(results.columns)}"
-            )
+    if hue not in results:
+        raise ValueError(
+            "plot_results expects hue to be a column of the results. "
+            f"Received: hue={hue!r}; columns are {list(results.columns)}"
+        )
+    allowed = plot_columns(results, hue)
+    if x not in allowed:
+        raise ValueError(
+            "plot_results expects x to be a column the runs were swept over, "
+            f"one of {allowed}"
+            + (" (these results have none)" if not allowed else "")
+            + f"; {hue} and operation make the lines, and outcomes such as "
+            f"success are the panels. Received: x={x!r}"
+        )
     if operation is not None:
         if "operation" not in results:
             raise ValueError(

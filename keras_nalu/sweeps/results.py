@@ -200,45 +200,62 @@ def write_results(table: pd.DataFrame, path: Path) -> None:
 def results_lock(path: Path):
     """Holds `<path>.lock` so that two sweeps never write one file.
 
-    The lock file is removed when the sweep ends (while still held, so that
-    no other sweep can be holding it then).
+    The lock file, and the folders made for it, are removed on release
+    (those folders only if nothing else was written in them): a sweep,
+    refused or finished, leaves nothing but its results behind.
     """
     lock_path = path.with_name(path.name + ".lock")
+    made = [folder for folder in path.parents if not folder.exists()]
     try:
-        lock = open(lock_path, "a")  # noqa: SIM115
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = _locked(lock_path, path)
     except OSError as error:
+        _remove_empty(made)
         raise ValueError(
             f"cannot create the lock file {lock_path} "
             f"({error.strerror or type(error).__name__}); pass a results path "
             "in a folder you can write to"
         ) from None
-    held = False
+    except ValueError:
+        _remove_empty(made)
+        raise
     try:
+        yield
+    finally:
+        # Removed while held, so a sweep that opens it now finds it gone
+        # (`_locked` then retries on a new file).
+        with contextlib.suppress(OSError):
+            lock_path.unlink()
+        lock.close()
+        _remove_empty(made)
+
+
+def _locked(lock_path: Path, path: Path):
+    """The lock file, opened and locked; a ValueError if another sweep holds it."""
+    while True:
+        lock = open(lock_path, "a")  # noqa: SIM115
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            # A sweep that ended as this one opened the file removed it: the
-            # lock on the removed file would not keep a third sweep out.
-            if not _same_file(lock, lock_path):
-                raise BlockingIOError
         except BlockingIOError:
+            lock.close()
             raise ValueError(
                 f"another sweep is writing {path}; wait for it or pass another "
                 "results path"
             ) from None
-        held = True
-        yield
-    finally:
-        if held:
-            with contextlib.suppress(OSError):
-                lock_path.unlink()
-        lock.close()
+        try:
+            same = os.stat(lock_path).st_ino == os.fstat(lock.fileno()).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            return lock
+        lock.close()  # removed by the sweep that held it: lock the new one
 
 
-def _same_file(handle, path: Path) -> bool:
-    try:
-        return os.path.samestat(os.fstat(handle.fileno()), os.stat(path))
-    except OSError:
-        return False
+def _remove_empty(folders: list[Path]) -> None:
+    """Removes `folders` (deepest first) where they are empty."""
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
 
 
 __all__ = [

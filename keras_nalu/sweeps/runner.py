@@ -111,7 +111,12 @@ def _local_backend(
 ):
     import keras
 
+    from keras_nalu.sweeps.engines import stop_at_interrupt
+
     with contextlib.ExitStack() as stack:
+        # Ctrl-C: every chunk in training backs up at its next evaluation,
+        # then KeyboardInterrupt.
+        stack.enter_context(stop_at_interrupt())
         if keras.backend.backend() == "tensorflow":
             import tensorflow as tf
 
@@ -274,8 +279,8 @@ def _train_on_devices(
         outcome = done.get()
         if outcome is finished:
             running -= 1
-        elif isinstance(outcome, TimeLimitReached):
-            stopped = outcome  # the others finish or stop at their next backup
+        elif isinstance(outcome, TimeLimitReached | KeyboardInterrupt):
+            stopped = stopped or outcome  # the others stop at their next backup
         elif isinstance(outcome, BaseException):
             raise outcome
         else:
@@ -620,9 +625,12 @@ def summary_markdown(outcome: SweepOutcome) -> str:
     results = results[keep]
     if results.empty:
         return "(no rows)\n"
-    for key in outcome.group_by:  # None values are empty cells: show "None"
+    by = list(outcome.group_by)
+    if "engine" in results and results["engine"].nunique(dropna=False) > 1:
+        by.append("engine")  # rows of an earlier sweep on another engine
+    for key in by:  # None values are empty cells: show "None"
         results[key] = results[key].astype(object).where(results[key].notna(), "None")
-    return to_markdown(summarize(results, by=list(outcome.group_by)))
+    return to_markdown(summarize(results, by=by))
 
 
 __all__ = [

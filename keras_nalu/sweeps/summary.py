@@ -1,11 +1,13 @@
 """Results tables: one row per (config, seed) run in, the paper's Table 2 out.
 
-A results file is a CSV with one row per run. `summarize` groups the runs (by
-operation and model unless told otherwise) and reports, per group, the success
-rate with a Wilson interval and, over the seeds that solved the task only, the
-solved-at step (median, and gamma-MLE mean with a profile-likelihood interval)
-and the sparsity error (beta-MLE mean with a profile-likelihood interval).
-`to_markdown` and `to_latex` lay that out like Madsen & Johansen's (2020) Table 2.
+A results file is a CSV with one row per run. `summarize` groups the runs,
+one group per configuration and engine unless told otherwise (`run_keys`),
+and reports, per group, the success rate with a Wilson interval and, over the
+seeds that solved the task only, the solved-at step (median, and gamma-MLE
+mean with a profile-likelihood interval) and the sparsity error (beta-MLE mean
+with a profile-likelihood interval). A run listed twice is refused, never
+counted twice. `to_markdown` and `to_latex` lay that out like Madsen &
+Johansen's (2020) Table 2.
 
 Reference: Madsen & Johansen, "Neural Arithmetic Units", ICLR 2020, §4.1.1 and
 Table 2.
@@ -27,6 +29,7 @@ from keras_nalu.evaluation.statistics import (
     success_rate_interval,
 )
 from keras_nalu.sweeps._rows import check_identity, first_bad_line, row_lines
+from keras_nalu.sweeps.results import RECORD_FIELDS
 
 REQUIRED_COLUMNS = (
     "model",
@@ -73,6 +76,18 @@ _FLOAT_COLUMNS = (
 )
 _MISSING = "—"
 
+OUTCOME_COLUMNS = frozenset(
+    {*REQUIRED_COLUMNS[3:], *RECORD_FIELDS, "seed", "config_id"}
+    # what `explain` read from the trained model (`keras-nalu train`'s record)
+    | {"formula", "formula_verdict"}
+) - {"engine"}
+"""Columns that say how a run went (or which seed it was), not what it was.
+
+Every other column of a results file tells one configuration from another
+(see `run_keys`): the config fields of a sweep file (`max_iterations`,
+`hidden_size`, ...), the swept columns of a hand-made file, and the `engine`
+that trained the run."""
+
 
 def load_results(path: str | os.PathLike) -> pd.DataFrame:
     """Reads a results CSV and checks that it is one.
@@ -88,10 +103,12 @@ def load_results(path: str | os.PathLike) -> pd.DataFrame:
 
     Raises:
         FileNotFoundError: `path` does not exist.
-        ValueError: the file is not a CSV, lacks required columns (they are
-            named), has a malformed row (a row cut short, one without its
-            model, operation or seed: its line is named; no such row is ever
-            counted), or holds values of the wrong kind.
+        ValueError: `path` is a folder; the file is not a CSV, lacks
+            required columns (they are named), has a malformed row (a row cut
+            short, one without its model, operation or seed: its line is
+            named; no such row is ever counted), holds values of the wrong
+            kind, or lists one run twice (the same configuration, engine and
+            seed: both lines are named; no run is ever counted twice).
 
     Example:
 
@@ -106,6 +123,8 @@ def load_results(path: str | os.PathLike) -> pd.DataFrame:
     0   nmu     True    15000.0
     """
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder; pass a results CSV file.")
     if not path.is_file():
         raise FileNotFoundError(f"No results file at {path}")
     try:
@@ -128,28 +147,141 @@ def load_results(path: str | os.PathLike) -> pd.DataFrame:
     problem = check_identity(results, lines)
     if problem:
         raise ValueError(f"{path}: {problem}")
-    return _coerce_columns(results, source=str(path), lines=lines)
+    results = _coerce_columns(results, source=str(path), lines=lines)
+    repeated = _repeated_run(results)
+    if repeated is not None:
+        first, again = (lines[index] for index in repeated)
+        raise ValueError(
+            f"{path}: line {again} repeats the run of line {first} (the same "
+            "configuration, engine and seed); keep one of the two lines only, so "
+            "that no run counts twice."
+        )
+    return results
+
+
+def _repeated_run(results: pd.DataFrame) -> tuple[int, int] | None:
+    """Positions of the first run listed twice and of its first listing, or None.
+
+    A run is its configuration (every column that is not an outcome, and
+    `config_id` where the file has one), its engine and its seed.
+    """
+    if "seed" not in results or results.empty:
+        return None
+    identity = [c for c in results.columns if c not in OUTCOME_COLUMNS]
+    identity += [c for c in ("config_id", "seed") if c in results]
+    seen: dict[tuple, int] = {}
+    rows = results[identity].astype(str).itertuples(index=False, name=None)
+    for position, key in enumerate(rows):
+        if key in seen:
+            return seen[key], position
+        seen[key] = position
+    return None
+
+
+def run_keys(
+    results: pd.DataFrame, within: Sequence[str] = ("operation", "model")
+) -> list[str]:
+    """The columns that tell the runs of `results` apart, for `summarize`.
+
+    `within` (the columns of `within` that `results` has), then every other
+    column that is not an outcome (`OUTCOME_COLUMNS`) and whose value differs
+    inside a group of `within` — the swept config fields, in file order —
+    then `engine` (always shown where the file has it), and `config_id` only
+    where those still leave two configurations in one group (a preset
+    revision, say). Grouped by these, no group pools runs of different
+    configurations or engines.
+
+    Example:
+
+    >>> import pandas as pd
+    >>> runs = pd.DataFrame({
+    ...     "operation": ["add"] * 4, "model": ["nau"] * 4,
+    ...     "max_iterations": [2000, 2000, 200, 200],
+    ...     "engine": ["jax", "tensorflow"] * 2, "seed": [0, 0, 0, 0]})
+    >>> run_keys(runs)
+    ['operation', 'model', 'max_iterations', 'engine']
+    """
+    keys = [column for column in within if column in results]
+    candidates = [
+        column
+        for column in results.columns
+        if column not in OUTCOME_COLUMNS and column not in keys and column != "engine"
+    ]
+    if keys:
+        grouped = results.groupby(keys, sort=False, dropna=False)
+        counts = grouped[candidates].nunique(dropna=False) if candidates else None
+        varying = [c for c in candidates if (counts[c] > 1).any()]
+    else:
+        varying = [c for c in candidates if results[c].nunique(dropna=False) > 1]
+    keys += varying
+    if "engine" in results:
+        keys.append("engine")
+    if "config_id" in results and keys:
+        ids = results.groupby(keys, sort=False, dropna=False)["config_id"]
+        if (ids.nunique(dropna=False) > 1).any():
+            keys.append("config_id")
+    return keys
+
+
+def pooled_columns(results: pd.DataFrame, by: Sequence[str]) -> dict[str, list]:
+    """The columns that `summarize(results, by)` pools, with their values.
+
+    Each is a column of `run_keys(results)` outside `by` whose value differs
+    inside a group of `by`: its runs are counted together though their
+    configurations (or engines) differ. Empty when `by` keeps every
+    configuration apart.
+
+    Example:
+
+    >>> import pandas as pd
+    >>> runs = pd.DataFrame({
+    ...     "operation": ["add"] * 2, "model": ["nau"] * 2,
+    ...     "max_iterations": [2000, 200], "seed": [0, 0]})
+    >>> pooled_columns(runs, by=["operation", "model"])
+    {'max_iterations': [200, 2000]}
+    """
+    by = [by] if isinstance(by, str) else list(by)
+    pooled = {}
+    for column in run_keys(results, within=by):
+        if column in by:
+            continue
+        counts = results.groupby(by, sort=False, dropna=False)[column].nunique(
+            dropna=False
+        )
+        if (counts > 1).any():
+            values = pd.unique(results[column]).tolist()
+            try:
+                pooled[column] = sorted(values)
+            except TypeError:  # numbers and text in one column
+                pooled[column] = sorted(values, key=str)
+    return pooled
 
 
 def summarize(
     results: pd.DataFrame,
-    by: Sequence[str] = ("operation", "model"),
+    by: Sequence[str] | None = None,
     confidence: float = 0.95,
 ) -> pd.DataFrame:
     """Success rate, solved-at step and sparsity error per group of runs.
 
-    Groups keep their order of first appearance. Solved-at and sparsity error
-    use only the runs whose `success` is true, as in the paper; a group with
-    no success has NaN there. The beta-MLE interval of the sparsity error
-    needs errors in [0, 0.5], which bounded weights (NAU, NMU, NAC) always
-    give; a model with unbounded weights (Linear, ReLU, NALU's Ŵ) can exceed
-    0.5, and its group gets the plain mean with a NaN interval.
+    By default one group per configuration and engine (`run_keys`): runs of
+    different budgets, swept values or engines are never pooled unless `by`
+    says so (`pooled_columns` names what a `by` pools). A run listed twice
+    (the same configuration, engine and seed) is refused, never counted
+    twice. Groups keep their order of first appearance. Solved-at and
+    sparsity error use only the runs whose `success` is true, as in the
+    paper; a group with no success has NaN there. The beta-MLE interval of
+    the sparsity error needs errors in [0, 0.5], which bounded weights (NAU,
+    NMU, NAC) always give; a model with unbounded weights (Linear, ReLU,
+    NALU's Ŵ) can exceed 0.5, and its group gets the plain mean with a NaN
+    interval.
 
     Args:
         results: one row per run, as from `load_results` (needs `success`,
             `solved_at`, `sparsity_error` and the `by` columns).
         by: the columns that define a group, e.g. `("operation", "model")` or
-            `("model", "hidden_size")`.
+            `("model", "hidden_size")`; the runs of a group that differ in
+            other columns are pooled. Default: `run_keys(results)`.
         confidence: coverage of every interval, in (0, 1); the paper's 95 %
             by default.
 
@@ -172,6 +304,8 @@ def summarize(
     >>> int(row["n"]), float(row["success_rate"]), float(row["solved_at_median"])
     (4, 0.75, 2000.0)
     """
+    if by is None:
+        by = run_keys(results)
     by = [by] if isinstance(by, str) else list(by)
     needed = [*by, "success", "solved_at", "sparsity_error"]
     missing = [column for column in dict.fromkeys(needed) if column not in results]
@@ -181,6 +315,14 @@ def summarize(
             f"Found columns: {list(results.columns)}"
         )
     success = _as_success(results["success"], source="results")
+    repeated = _repeated_run(results)
+    if repeated is not None:
+        first, again = (results.index[position] for position in repeated)
+        raise ValueError(
+            f"summarize: the rows at index {first!r} and {again!r} are one run "
+            "(the same configuration, engine and seed); drop one, so that no run "
+            "counts twice."
+        )
     rows = []
     grouped = results.assign(success=success).groupby(by, sort=False, dropna=False)
     for keys, group in grouped:
@@ -340,7 +482,8 @@ def summary_paths(
 def write_summary(
     results_path: str | os.PathLike,
     out_dir: str | os.PathLike | None = None,
-    by: Sequence[str] = ("operation", "model"),
+    by: Sequence[str] | None = None,
+    summary: pd.DataFrame | None = None,
 ) -> dict[str, Path]:
     """Summarizes a results file into Markdown, LaTeX and CSV files.
 
@@ -355,7 +498,9 @@ def write_summary(
         results_path: a results CSV (see `load_results`).
         out_dir: directory for the three files, created if needed; default
             the results file's own.
-        by: the columns that define a group.
+        by: the columns that define a group (see `summarize`).
+        summary: the `summarize` output of the results file, if already
+            computed; `by` is then not used.
 
     Returns:
         `{"markdown": ..., "latex": ..., "csv": ...}`, the paths written.
@@ -376,7 +521,8 @@ def write_summary(
     ['results.summary.csv', 'results.summary.md', 'results.summary.tex']
     """
     results_path = Path(results_path)
-    summary = summarize(load_results(results_path), by=by)
+    if summary is None:
+        summary = summarize(load_results(results_path), by=by)
     paths = summary_paths(results_path, out_dir)
     for kind, path in paths.items():
         _check_summary_target(path, kind, results_path)

@@ -2,6 +2,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -115,6 +116,8 @@ def test_train_exports_a_servable_saved_model(trained, tmp_path):
         (["--seed", "abc"], "seed"),
         (["--name", "../escaped"], "--name='../escaped'"),
         (["--export-dir", "afile/models"], "--export-dir 'afile/models'"),
+        (["--iterations", str(10**30)], "iterations <= 2147483647"),
+        (["--iterations", "1e30"], "invalid int value: '1e30'"),
     ],
 )
 def test_bad_flags_exit_nonzero_with_one_line(flags, needle, tmp_path):
@@ -127,7 +130,28 @@ def test_bad_flags_exit_nonzero_with_one_line(flags, needle, tmp_path):
     assert needle in lines[0]
     assert completed.stdout == ""
     assert not (tmp_path / "escaped").exists()
-    assert not list(tmp_path.glob("runs/*"))  # nothing trained, nothing written
+    # nothing trained, nothing written, not even an empty folder
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["afile"]
+
+
+def test_a_backend_that_cannot_train_is_one_line_before_anything(tmp_path):
+    env = {**os.environ, "KERAS_BACKEND": "numpy", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    argv = ["--iterations", "100", "--input-size", "10", "--output-dir", "np_runs"]
+    for command in (["train", *argv, "--no-export"], ["sweep", "--results", "r/s.csv"]):
+        completed = subprocess.run(
+            [sys.executable, "-m", "keras_nalu", *command],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=300,
+        )
+        assert completed.returncode == 2, completed.stderr[-2000:]
+        lines = [line for line in completed.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1, completed.stderr[-2000:]
+        assert "Keras' numpy backend (KERAS_BACKEND=numpy)" in lines[0]
+        assert "KERAS_BACKEND=tensorflow or KERAS_BACKEND=jax" in lines[0]
+        assert list(tmp_path.iterdir()) == []
 
 
 def test_explain_command_prints_the_formula(trained):
@@ -144,3 +168,49 @@ def test_explain_command_on_a_missing_file_is_one_line(tmp_path):
     assert completed.returncode == 2
     lines = [line for line in completed.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "no such model file" in lines[0]
+
+
+# -- what `latest`, the version TF Serving serves, may become ---------------------
+
+TINY = ["--model", "nau", "--input-size", "10", "--iterations", "100"]
+TINY += ["--eval-every", "100", "--quiet", "--name", "served"]
+
+
+@pytest.fixture
+def served(tmp_path):
+    """An export folder whose model `served` has version 1, a solved run."""
+    from keras_nalu.export import export_saved_model
+    from keras_nalu.layers import NAU
+
+    model = keras.Sequential([keras.Input((10,)), NAU(1)])
+    export_saved_model(model, tmp_path / "saved", "served", manifest={"note": "v1"})
+    return tmp_path / "saved"
+
+
+def manifest_of(export_dir: Path) -> dict:
+    return json.loads((export_dir / "served" / "manifest.json").read_text())
+
+
+def test_an_unsolved_run_does_not_become_the_served_version(tmp_path, served, capsys):
+    from keras_nalu import cli
+
+    argv = [*TINY, "--output-dir", tmp_path / "runs", "--export-dir", served]
+    code = cli.main(["train", *map(str, argv)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    record = json.loads((tmp_path / "runs" / "served" / "result.json").read_text())
+    assert not record["success"]
+    assert "saved_model" not in record
+    assert sorted(p.name for p in (served / "served").iterdir()) == [
+        "1",
+        "manifest.json",
+    ]
+    assert manifest_of(served)["latest"] == 1
+    (note,) = [line for line in captured.err.splitlines() if "not exported" in line]
+    assert "did not solve the task" in note and "serves version 1" in note
+    assert "--overwrite" in note and record["not_exported"] in note
+
+    code = cli.main(["train", *map(str, argv), "--overwrite"])
+    assert code == 0, capsys.readouterr().err
+    assert manifest_of(served)["latest"] == 2
+    assert (served / "served" / "2" / "saved_model.pb").is_file()

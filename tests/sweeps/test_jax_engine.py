@@ -235,7 +235,9 @@ def test_a_backup_of_a_batched_run_resumes_and_reads(tmp_path):
         ReplicaRun.batched(configs).restore_backup(backup)
 
 
-def test_a_tensorflow_backup_is_refused(tmp_path):
+def test_a_tensorflow_backup_is_refused_naming_the_backend_that_continues_it(
+    tmp_path,
+):
     config = _config(iterations=100, eval_every=100)
     backup = tmp_path / "run.npz"
     run = ReplicaRun(config, [0, 1])
@@ -244,8 +246,14 @@ def test_a_tensorflow_backup_is_refused(tmp_path):
     state, arrays = load_backup_state(backup)
     del state["engine"]
     save_backup_state(backup, state, arrays)
-    with pytest.raises(ValueError, match="not a backup of this run"):
+    content = backup.read_bytes()
+    with pytest.raises(ValueError) as refusal:
         ReplicaRun(config, [0, 1]).restore_backup(backup)
+    message = str(refusal.value)
+    assert "is a backup of the tensorflow engine" in message
+    assert "continue it with KERAS_BACKEND=tensorflow" in message
+    assert "delete" not in message
+    assert backup.read_bytes() == content
 
 
 def test_the_schedule_acts_at_its_steps():

@@ -16,6 +16,7 @@ from tests.helpers import (
     assert_resumed_records,
     assert_set_weights_starts_one_replica,
     load_backup_state,
+    save_backup_state,
 )
 
 pytestmark = pytest.mark.skipif(
@@ -379,6 +380,46 @@ def test_a_backup_of_another_run_is_refused(tmp_path):
         ReplicaRun(config, [0, 1]).train(progress=False, backup=backup, backup_every=-1)
 
 
+def test_a_backup_of_the_jax_engine_names_the_backend_that_continues_it(tmp_path):
+    config = ExperimentConfig(model="nau", input_size=10, iterations=100)
+    backup = tmp_path / "run.npz"
+    ReplicaRun(config, [0, 1]).save_backup(backup)
+    state, arrays = load_backup_state(backup)
+    save_backup_state(backup, {**state, "engine": "jax"}, arrays)
+    content = backup.read_bytes()
+    with pytest.raises(ValueError) as refusal:
+        ReplicaRun(config, [0, 1]).restore_backup(backup)
+    message = str(refusal.value)
+    assert "is a backup of the jax engine" in message
+    assert "continue it with KERAS_BACKEND=jax" in message
+    assert "move it aside" in message and "delete" not in message
+    assert backup.read_bytes() == content
+    assert {record["engine"] for record in read_backup(backup)} == {"jax"}
+
+
+def test_no_refusal_of_a_backup_advises_deleting_it(tmp_path):
+    config = ExperimentConfig(model="nau", input_size=10, iterations=100)
+    backup = tmp_path / "run.npz"
+    ReplicaRun(config, [0, 1]).save_backup(backup)
+    state, arrays = load_backup_state(backup)
+    broken = {
+        "unreadable": b"PK\x05\x06" + bytes(18),
+        "damaged": lambda: save_backup_state(backup, {**state, "step": -1}, arrays),
+        "another run": lambda: save_backup_state(
+            backup, {**state, "seeds": [0, 2]}, arrays
+        ),
+    }
+    for name, damage in broken.items():
+        if callable(damage):
+            damage()
+        else:
+            backup.write_bytes(damage)
+        with pytest.raises(ValueError) as refusal:
+            ReplicaRun(config, [0, 1]).restore_backup(backup)
+        assert "delete" not in str(refusal.value), name
+        assert "move it aside" in str(refusal.value), name
+
+
 def test_read_backup_gives_the_verdicts_of_the_run_at_its_step(tmp_path, capsys):
     """`read_backup` and `keras-nalu progress` look into a chunk in training.
 
@@ -412,7 +453,7 @@ def test_read_backup_gives_the_verdicts_of_the_run_at_its_step(tmp_path, capsys)
     solved = sum(r["success"] for r in records)
     assert out[0] == (
         f"chunk.npz: nmu mul, step 400 of 600: {solved} of 3 seeds solved so far "
-        f"(threshold {records[0]['threshold']:.3g})"
+        f"(threshold {records[0]['threshold']:.3g}; tensorflow engine)"
     )
     assert out[1].split()[:3] == ["seed", "success", "solved_at"]
     assert [line.split()[0] for line in out[2:]] == ["0", "1", "2"]
@@ -421,6 +462,7 @@ def test_read_backup_gives_the_verdicts_of_the_run_at_its_step(tmp_path, capsys)
 
 
 def test_progress_without_a_backup_or_with_a_broken_one_is_one_line(tmp_path, capsys):
+    (tmp_path / "sweep.csv").write_text("model,operation,seed\n")
     assert cli.main(["progress", str(tmp_path / "sweep.csv")]) == 2
     assert "holds no backup" in capsys.readouterr().err
     broken = tmp_path / "sweep.csv.backup" / "chunk.npz"

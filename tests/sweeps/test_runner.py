@@ -14,7 +14,7 @@ import pytest
 from keras_nalu import cli
 from keras_nalu.experiments import ExperimentConfig, run_experiment
 from keras_nalu.sweeps.grid import grid_configs, parse_grid
-from keras_nalu.sweeps.replicas import ReplicaRun
+from keras_nalu.sweeps.replicas import ReplicaRun, read_backup
 from keras_nalu.sweeps.results import RESULT_COLUMNS, config_id, read_results
 from keras_nalu.sweeps.runner import chunk_backup, plan_chunks, run_sweep
 from keras_nalu.sweeps.summary import load_results
@@ -145,6 +145,75 @@ def test_a_sweep_killed_inside_a_chunk_continues_it_from_its_backup(
         _sorted(read_results(killed)).drop(columns=TIMING),
         _sorted(read_results(reference.path)).drop(columns=TIMING),
     )
+
+
+# Runs `keras-nalu sweep` (argv after the script) in a fresh process that
+# sends itself SIGINT, as Ctrl-C does, right after its evaluation at step 300.
+_CTRL_C_AT_300 = """
+import os, signal, sys
+from keras_nalu import cli
+from keras_nalu.sweeps.engines import base
+
+evaluate = base.ReplicaRun._evaluate
+
+def evaluate_then_ctrl_c(run, step):
+    evaluate(run, step)
+    if step == 300:
+        os.kill(os.getpid(), signal.SIGINT)
+
+base.ReplicaRun._evaluate = evaluate_then_ctrl_c
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def test_ctrl_c_backs_up_the_chunk_at_its_step_and_exits_130(tmp_path):
+    grid = ["model=nau", "operation=add", "input_size=10", "iterations=100000"]
+    grid += ["eval_every=100"]
+    results = tmp_path / "results.csv"
+    command = [sys.executable, "-c", _CTRL_C_AT_300, "sweep", "--quiet"]
+    for item in grid:
+        command += ["--grid", item]
+    command += ["--seeds", "0-1", "--results", str(results)]  # backups every 600 s
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    completed = subprocess.run(
+        command, capture_output=True, text=True, env=env, timeout=600
+    )
+    assert completed.returncode == 130, completed.stderr[-3000:]
+    lines = [line for line in completed.stderr.splitlines() if line.strip()]
+    (backup,) = (tmp_path / "results.csv.backup").glob("*.npz")
+    assert lines[-1] == (
+        "keras-nalu sweep: interrupted: nau-add ×2 seeds stopped at step 300 of "
+        f"100,000, backed up to {backup}: run it again to continue"
+    )
+    # The step of Ctrl-C, not the last 600-second backup (there was none).
+    assert {record["step"] for record in read_backup(backup)} == {300}
+    assert not results.exists()  # no chunk finished
+    assert not (tmp_path / "results.csv.lock").exists()
+    config = grid_configs(parse_grid(grid))[0]
+    assert backup == chunk_backup(results, plan_chunks([config], [0, 1], 100)[0])
+
+
+def test_a_sweep_leaves_no_lock_file_nor_the_folders_it_made(tmp_path, monkeypatch):
+    grid = {"model": ["nau"], "input_size": [10], "iterations": [100]}
+    results = tmp_path / "made" / "for it" / "results.csv"
+
+    def failing(*args, **kwargs):
+        raise ValueError("training failed")
+
+    monkeypatch.setattr("keras_nalu.sweeps.runner.train_chunk", failing)
+    with pytest.raises(ValueError, match="training failed"):
+        run_sweep(grid, "0", results, progress=False)
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.undo()
+
+    foreign = tmp_path / "foreign.csv"
+    foreign.write_text("not,a,sweep\n1,2,3\n")
+    with pytest.raises(ValueError, match="not a keras-nalu sweep results file"):
+        run_sweep(grid, "0", foreign, progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["foreign.csv"]
+
+    run_sweep({**grid, "eval_every": [100]}, "0", results, progress=False)
+    assert sorted(p.name for p in results.parent.iterdir()) == ["results.csv"]
 
 
 def test_the_backup_interval_reaches_the_sweep(tmp_path, monkeypatch):

@@ -13,6 +13,8 @@ from keras_nalu.sweeps.summary import (
     REQUIRED_COLUMNS,
     SUMMARY_STATISTICS,
     load_results,
+    pooled_columns,
+    run_keys,
     summarize,
     to_latex,
     to_markdown,
@@ -20,6 +22,8 @@ from keras_nalu.sweeps.summary import (
 )
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "results" / "example_results.csv"
+#: The paper's Table 2 rows: each pools the hidden sizes of `runs`.
+TABLE_2 = ("operation", "model")
 
 
 def run(model, operation, seed, success, solved_at, sparsity_error, **swept):
@@ -57,7 +61,7 @@ def runs():
 
 
 def test_summarize_counts_rates_and_only_solved_seeds(runs):
-    summary = summarize(runs)
+    summary = summarize(runs, by=TABLE_2)
     assert list(summary.columns) == ["operation", "model", *SUMMARY_STATISTICS]
     assert list(zip(summary["operation"], summary["model"])) == [
         ("mul", "nmu"),
@@ -96,7 +100,7 @@ def test_unbounded_weights_get_the_plain_sparsity_mean(runs):
             for seed, error in enumerate([0.7, 0.1, 0.4])
         ]
     )
-    row = summarize(pd.concat([runs, linear])).iloc[-1]
+    row = summarize(pd.concat([runs, linear]), by=TABLE_2).iloc[-1]
     assert row["model"] == "linear"
     assert row["sparsity_error_mean"] == pytest.approx(0.4)
     assert math.isnan(row["sparsity_error_lower"])
@@ -121,7 +125,7 @@ def test_summarize_rejects_missing_columns(runs):
 
 
 def test_markdown_layout(runs):
-    text = to_markdown(summarize(runs))
+    text = to_markdown(summarize(runs, by=TABLE_2))
     lines = text.splitlines()
     assert len(lines) == 2 + 3
     assert lines[0].startswith("| operation | model | n | success rate |")
@@ -133,7 +137,7 @@ def test_markdown_layout(runs):
 
 
 def test_latex_layout(runs):
-    text = to_latex(summarize(runs))
+    text = to_latex(summarize(runs, by=TABLE_2))
     assert text.startswith("\\begin{tabular}{llrllll}\n\\toprule\n")
     assert text.rstrip().endswith("\\bottomrule\n\\end{tabular}")
     rows = [line for line in text.splitlines() if line.endswith("\\\\")]
@@ -150,7 +154,7 @@ def test_latex_layout(runs):
 def test_write_summary_writes_three_files(runs, tmp_path):
     results_path = tmp_path / "results.csv"
     runs.to_csv(results_path, index=False)
-    paths = write_summary(results_path, tmp_path / "out" / "summary")
+    paths = write_summary(results_path, tmp_path / "out" / "summary", by=TABLE_2)
     assert set(paths) == {"markdown", "latex", "csv"}
     assert [path.name for path in paths.values()] == [
         "results.summary.md",
@@ -162,7 +166,9 @@ def test_write_summary_writes_three_files(runs, tmp_path):
     assert "| mul | nac_mul | 2 |" in paths["markdown"].read_text(encoding="utf-8")
     assert "add & nau & 2" in paths["latex"].read_text(encoding="utf-8")
     written = pd.read_csv(paths["csv"])
-    pd.testing.assert_frame_equal(written, summarize(runs), check_dtype=False)
+    pd.testing.assert_frame_equal(
+        written, summarize(runs, by=TABLE_2), check_dtype=False
+    )
 
 
 def test_load_results_reads_the_example_file():
@@ -174,8 +180,11 @@ def test_load_results_reads_the_example_file():
     solved = results[results["success"]]
     assert solved["solved_at"].notna().all()
     assert results.loc[~results["success"], "solved_at"].isna().all()
-    summary = summarize(results)
+    summary = summarize(results, by=TABLE_2)
     assert len(summary) == 6 and set(summary["n"]) == {30}
+    # By default, one row per configuration: each of the three swept values.
+    summary = summarize(results)
+    assert len(summary) == 18 and set(summary["n"]) == {10}
 
 
 def test_load_results_names_the_missing_columns(tmp_path):
@@ -247,7 +256,7 @@ def test_two_results_files_in_one_folder_get_two_summaries(runs, tmp_path):
     runs.head(2).to_csv(second, index=False)
     first_paths, second_paths = write_summary(first), write_summary(second)
     assert set(first_paths.values()).isdisjoint(second_paths.values())
-    assert list(pd.read_csv(first_paths["csv"])["n"]) == [4, 2, 2]
+    assert list(pd.read_csv(first_paths["csv"])["n"]) == [2, 2, 2, 2]  # nmu: 2 sizes
     assert list(pd.read_csv(second_paths["csv"])["n"]) == [2]
 
 
@@ -299,3 +308,44 @@ def test_bad_values_are_named_by_their_line(runs, tmp_path):
     )
     with pytest.raises(ValueError, match="line 7: column 'solved_at'.*'soon'"):
         load_results(path)
+
+
+def test_two_configurations_on_two_engines_are_four_rows_with_the_engine(runs):
+    one = runs[runs["model"] == "nmu"].drop(columns="hidden_size")
+    table = pd.concat(
+        [
+            one.assign(max_iterations=budget, engine=engine)
+            for budget in (2000, 200)
+            for engine in ("tensorflow", "jax")
+        ],
+        ignore_index=True,
+    )
+    summary = summarize(table)
+    keys = ["operation", "model", "max_iterations", "engine"]
+    assert list(summary.columns) == [*keys, *SUMMARY_STATISTICS]
+    assert summary[keys].values.tolist() == [
+        ["mul", "nmu", 2000, "tensorflow"],
+        ["mul", "nmu", 2000, "jax"],
+        ["mul", "nmu", 200, "tensorflow"],
+        ["mul", "nmu", 200, "jax"],
+    ]
+    assert list(summary["n"]) == [4, 4, 4, 4]
+    assert "| mul | nmu | 200 | jax | 4 |" in to_markdown(summary)
+    assert run_keys(table) == keys
+    assert pooled_columns(table, ["operation", "model"]) == {
+        "max_iterations": [200, 2000],
+        "engine": ["jax", "tensorflow"],
+    }
+    assert pooled_columns(table, keys) == {}
+
+
+def test_a_run_listed_twice_is_refused_naming_both_lines(runs, tmp_path):
+    path = tmp_path / "results.csv"
+    pd.concat([runs, runs.iloc[[2]]]).to_csv(path, index=False)
+    with pytest.raises(ValueError, match="line 10 repeats the run of line 4"):
+        load_results(path)
+    with pytest.raises(ValueError, match="are one run"):
+        summarize(pd.concat([runs, runs.iloc[[2]]]))
+    # The same seed of another configuration or engine is another run.
+    other = pd.concat([runs, runs.iloc[[2]].assign(engine="jax")])
+    assert summarize(other.fillna({"engine": "tensorflow"}))["n"].sum() == 9

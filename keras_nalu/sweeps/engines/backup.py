@@ -14,8 +14,10 @@ Format 1, the earlier layout, stored every evaluation of every replica in
 the JSON, which was a NumPy unicode string (4 bytes a character): a
 38-replica run at 2,460 evaluations took 25 MB. It is still read and
 restored (its evaluations are folded into summaries), and the next backup of
-the restored run is written in format 2. Every damage is one `ValueError`
-that says to delete the file.
+the restored run is written in format 2. Every damage is one `ValueError`;
+where a run would restore the file, it says to move the file aside, never to
+delete it, and a backup of another engine names the backend that continues
+it.
 """
 
 from __future__ import annotations
@@ -57,8 +59,7 @@ def _load_backup(path: Path, count: int = 0) -> tuple[dict, list]:
             arrays = [data[f"variable_{i}"] for i in range(count)]
     except Exception as error:  # any damage: zip, .npy header, JSON, keys
         raise ValueError(
-            f"{path} is not a readable sweep backup ({type(error).__name__}); "
-            "delete it to start afresh."
+            f"{path} is not a readable sweep backup ({type(error).__name__})."
         ) from None
     if not isinstance(state, dict):
         raise ValueError(f"{path} is not a readable sweep backup (no state).")
@@ -111,10 +112,7 @@ def _check_state(path: Path, state: dict, replicas: int) -> None:
         checks["summaries"] = per_replica("summaries", _summary_ok)
     bad = [key for key, ok in checks.items() if not ok]
     if bad:
-        raise ValueError(
-            f"{path} is a damaged sweep backup (bad {', '.join(bad)}); delete it "
-            "to start afresh."
-        )
+        raise ValueError(f"{path} is a damaged sweep backup (bad {', '.join(bad)}).")
 
 
 def _folded(state: dict, thresholds) -> tuple[list, list | None]:
@@ -194,13 +192,27 @@ def save_backup(run, path: str | os.PathLike) -> None:
         np.savez(file, state=np.frombuffer(text.encode(), np.uint8), **arrays)
 
 
+# What a refusal to restore says to do: the file may hold hours of training.
+_ASIDE = "move it aside (it is left untouched) to train this run afresh"
+
+
 def restore_backup(run, path: str | os.PathLike) -> bool:
     """`ReplicaRun.restore_backup`: the run continues from a backup, if any."""
     path = Path(path)
     if not path.exists():
         return False
     shapes = run._state_shapes()
-    state, arrays = _load_backup(path, len(shapes))
+    try:
+        state, arrays = _load_backup(path, len(shapes))
+    except ValueError as error:
+        raise ValueError(f"{str(error).rstrip('.')}; {_ASIDE}.") from None
+    engine = state.get("engine", "tensorflow")  # TF backups predate the key
+    if engine != run.engine and engine in ("tensorflow", "jax"):
+        raise ValueError(
+            f"{path} is a backup of the {engine} engine, and this run trains on "
+            f"the {run.engine} engine; continue it with KERAS_BACKEND={engine}, "
+            f"or {_ASIDE}."
+        )
     identity = _comparable(_identity(run))
     stored = _comparable(state)
     if state.get("format") not in READABLE_FORMATS or any(
@@ -208,19 +220,15 @@ def restore_backup(run, path: str | os.PathLike) -> bool:
     ):
         raise ValueError(
             f"{path} is not a backup of this run ({run._description()}, "
-            f"{run.engine} engine); delete it to start afresh."
+            f"{run.engine} engine); {_ASIDE}."
         )
-    if "engine" in state and "engine" not in identity:
-        raise ValueError(
-            f"{path} is a backup of the {state['engine']} engine, not of the "
-            f"{run.engine} engine; delete it to start afresh."
-        )
-    _check_state(path, state, run.num_replicas)
+    try:
+        _check_state(path, state, run.num_replicas)
+    except ValueError as error:
+        raise ValueError(f"{str(error).rstrip('.')}; {_ASIDE}.") from None
     for values, shape in zip(arrays, shapes):
         if tuple(values.shape) != shape:
-            raise ValueError(
-                f"{path} does not hold this run's variables; delete it to start afresh."
-            )
+            raise ValueError(f"{path} does not hold this run's variables; {_ASIDE}.")
     thresholds = [float(t) for t in run.thresholds]
     summaries, histories = _folded(state, thresholds)
     for summary, threshold in zip(summaries, thresholds):
@@ -229,8 +237,7 @@ def restore_backup(run, path: str | os.PathLike) -> bool:
         if not math.isclose(summary.threshold, threshold, rel_tol=1e-9):
             raise ValueError(
                 f"{path} judged its evaluations against threshold "
-                f"{summary.threshold!r}, this run against {threshold!r}; delete "
-                "it to start afresh."
+                f"{summary.threshold!r}, this run against {threshold!r}; {_ASIDE}."
             )
         summary.threshold = threshold
     run._load_state_arrays(arrays)
@@ -306,7 +313,8 @@ def read_backup(path: str | os.PathLike) -> list[dict]:
     Returns:
         One dict per replica: `model`, `operation`, `seed`, `step` (where the
         backup stands), `iterations` (the run's total), the verdict fields
-        of `summarize_evaluations` and `threshold`.
+        of `summarize_evaluations`, `threshold` and `engine` (the backend
+        that continues the backup).
 
     Raises:
         ValueError: the file is not a readable backup.
@@ -354,6 +362,7 @@ def read_backup(path: str | os.PathLike) -> list[dict]:
                 "iterations": total_steps(config),
                 **verdict,
                 "threshold": summary.threshold,
+                "engine": str(state.get("engine", "tensorflow")),
             }
         )
     return records

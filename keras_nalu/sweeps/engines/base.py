@@ -34,10 +34,12 @@ and App. C.2 (100 seeds per configuration).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import math
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -103,6 +105,41 @@ class TimeLimitReached(RuntimeError):
     Training the same configuration and seeds again with the same backup
     file continues from where it stopped (`train_replicas`, `run_sweep`).
     """
+
+
+# Set by the first Ctrl-C inside `stop_at_interrupt`; read by every run's loop.
+_stop_requested = threading.Event()
+
+
+def _request_stop(signum, frame) -> None:
+    if _stop_requested.is_set():  # a second Ctrl-C: stop now, as Python does
+        raise KeyboardInterrupt
+    _stop_requested.set()
+
+
+@contextlib.contextmanager
+def stop_at_interrupt():
+    """Within it, Ctrl-C stops every run at its next evaluation, after a backup.
+
+    The first SIGINT asks each `ReplicaRun.train` (in any thread) to stop at
+    its next evaluation: it writes its backup there, if it has one, and
+    raises `KeyboardInterrupt`, so a killed sweep loses nothing of its chunk
+    in training. A second SIGINT raises `KeyboardInterrupt` at once. Outside
+    the main thread (Python delivers signals there only), or within another
+    `stop_at_interrupt`, the block runs as it is.
+    """
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is _request_stop
+    ):
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, _request_stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous or signal.default_int_handler)
+        _stop_requested.clear()
 
 
 def _model_state(model) -> list:
@@ -637,6 +674,9 @@ class ReplicaRun:
 
         Raises:
             TimeLimitReached: the run stopped at `deadline`.
+            KeyboardInterrupt: Ctrl-C (see `stop_at_interrupt`, which this
+                method uses): the run stopped at its next evaluation, after
+                writing its backup there.
         """
         if backup_every < 0:
             raise ValueError(
@@ -658,40 +698,55 @@ class ReplicaRun:
             progress(self.step)
         started = last_backup = time.perf_counter()
         try:
-            if self.step == 0 and not any(s.evaluations for s in self._summaries):
-                self._evaluate(0)
-            every = self.config.eval_every
-            while self.step < self.total_steps and self._active.any():
-                stop = min((self.step // every + 1) * every, self.total_steps)
-                self._train_block(self.step, self._strengths(self.step, stop))
-                done, self.step = stop - self.step, stop
-                self._collect_divergence()
-                self._evaluate(self.step)
-                now = time.perf_counter()
-                out_of_time = deadline is not None and time.monotonic() >= deadline
-                if backup is not None and (
-                    out_of_time or now - last_backup >= backup_every
-                ):
-                    self.wall_time += now - started
-                    started = last_backup = now
-                    self.save_backup(backup)
-                if bar is not None:
-                    bar.update(done)
-                    bar.set_postfix(running=int(self._active.sum()), refresh=False)
-                elif callable(progress):
-                    progress(done)
-                if out_of_time and self.step < self.total_steps and self._active.any():
-                    raise TimeLimitReached(
-                        f"{self._description()} stopped at its time limit at step "
-                        f"{self.step} of {self.total_steps}"
-                        + ("" if backup is None else f"; backup: {backup}")
-                    )
+            with stop_at_interrupt():
+                if _stop_requested.is_set():  # asked before this run started
+                    raise self._interrupted(backup if self.step else None)
+                if self.step == 0 and not any(s.evaluations for s in self._summaries):
+                    self._evaluate(0)
+                every = self.config.eval_every
+                while self.step < self.total_steps and self._active.any():
+                    stop = min((self.step // every + 1) * every, self.total_steps)
+                    self._train_block(self.step, self._strengths(self.step, stop))
+                    done, self.step = stop - self.step, stop
+                    self._collect_divergence()
+                    self._evaluate(self.step)
+                    now = time.perf_counter()
+                    out_of_time = deadline is not None and time.monotonic() >= deadline
+                    interrupted = _stop_requested.is_set()
+                    if backup is not None and (
+                        out_of_time or interrupted or now - last_backup >= backup_every
+                    ):
+                        self.wall_time += now - started
+                        started = last_backup = now
+                        self.save_backup(backup)
+                    if bar is not None:
+                        bar.update(done)
+                        bar.set_postfix(running=int(self._active.sum()), refresh=False)
+                    elif callable(progress):
+                        progress(done)
+                    if self.step < self.total_steps and self._active.any():
+                        if out_of_time:
+                            raise TimeLimitReached(
+                                f"{self._description()} stopped at its time limit at "
+                                f"step {self.step} of {self.total_steps}"
+                                + ("" if backup is None else f"; backup: {backup}")
+                            )
+                        if interrupted:
+                            raise self._interrupted(backup)
         finally:
             self.wall_time += time.perf_counter() - started
             if bar is not None:
                 bar.close()
         for r in np.flatnonzero(self._active):
             self._iterations[r] = self.step
+
+    def _interrupted(self, backup) -> KeyboardInterrupt:
+        """What Ctrl-C raises: where the run stopped, and its backup there."""
+        where = f"{self._description()} stopped at step {self.step:,} of "
+        where += f"{self.total_steps:,}"
+        if backup is not None and Path(backup).exists():
+            where += f", backed up to {backup}: run it again to continue"
+        return KeyboardInterrupt(where)
 
     # --- backup and restore -----------------------------------------------------
 
