@@ -33,7 +33,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from keras_nalu.experiments import ExperimentConfig  # noqa: E402
-from keras_nalu.sweeps.replicas import ReplicaRun  # noqa: E402
+from keras_nalu.sweeps.engines import replica_run  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "gates"
 PRESETS = ("gated_nau_nmu", "nalu_separate", "nalu_shared")
@@ -60,7 +60,7 @@ def train_gates(preset, operation, seeds, args) -> list[dict]:
         sparsity_start=args.sparsity_start,
         sparsity_end=args.sparsity_end,
     )
-    run = ReplicaRun(config, seeds)
+    run = replica_run(config, seeds)
     run.train(progress=True)
     x = run._validation_x
     rows = []

@@ -33,8 +33,8 @@ import pandas as pd
 from keras_nalu._files import atomic_write
 from keras_nalu.evaluation.statistics import success_rate_interval
 from keras_nalu.experiments import ExperimentConfig
+from keras_nalu.sweeps.engines import ReplicaRun, replica_run
 from keras_nalu.sweeps.grid import parse_seeds
-from keras_nalu.sweeps.replicas import ReplicaRun
 
 OUT = Path(__file__).resolve().parent / "results" / "held"
 
@@ -65,7 +65,7 @@ def train_held(args: argparse.Namespace) -> pd.DataFrame:
         sparsity_end=start + 1,
         epsilon=args.epsilon,
     )
-    run = ReplicaRun(config, parse_seeds(args.seeds))
+    run = replica_run(config, parse_seeds(args.seeds))
     for r in range(run.num_replicas):
         run.set_weights(r, exact_solution(run, r))
     started = time.perf_counter()

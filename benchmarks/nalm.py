@@ -10,7 +10,7 @@ Each unit learns t = a ∘ b straight from the inputs (one layer; with 10
 inputs, 8 are distractors) on the nine interpolation → extrapolation range
 pairs of Mistry et al. (`keras_nalu.tasks.nalm.NALM_RANGES`), each unit on
 the operations it can express (`UNITS`), with its preset's recipe
-(`single_*` in `keras_nalu.models.PRESETS`): 5·10⁴ steps with 2 inputs; 10⁵
+(`single_*` in `keras_nalu.presets.PRESETS`): 5·10⁴ steps with 2 inputs; 10⁵
 steps and the regularizer ramp moved to 5·10⁴ → 7.5·10⁴ with 10 inputs, as
 the papers' 10-input runs. Evaluation every 1,000 steps, batch 128.
 
@@ -71,7 +71,7 @@ from published import (  # noqa: E402
 
 from keras_nalu.evaluation.statistics import success_rate_interval  # noqa: E402
 from keras_nalu.experiments import ExperimentConfig  # noqa: E402
-from keras_nalu.models import DEFAULT_LEARNING_RATE, get_preset  # noqa: E402
+from keras_nalu.presets import DEFAULT_LEARNING_RATE, get_preset  # noqa: E402
 from keras_nalu.sweeps.grid import parse_seeds  # noqa: E402
 from keras_nalu.tasks import Range  # noqa: E402
 from keras_nalu.tasks.nalm import (  # noqa: E402

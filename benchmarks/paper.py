@@ -326,7 +326,7 @@ def plan_text(
 def _backed_up_step(results_path: Path, chunk) -> int:
     """The step a chunk's backup has reached, or 0 without a backup."""
     from keras_nalu.sweeps.chunks import chunk_backup
-    from keras_nalu.sweeps.replicas import read_backup
+    from keras_nalu.sweeps.engines import read_backup
 
     path = chunk_backup(results_path, chunk)
     return read_backup(path)[0]["step"] if path.is_file() else 0

@@ -96,14 +96,14 @@ def case_fit(args) -> dict:
 
 def case_replicas(args) -> dict:
     """`ReplicaRun` of the Keras backend's engine over `args.replicas` seeds."""
-    from keras_nalu.sweeps.replicas import ReplicaRun
+    from keras_nalu.sweeps.engines import replica_run
 
     seeds = list(range(args.seed, args.seed + args.replicas))
     setup = {}
 
     def train(steps):
         started = time.perf_counter()
-        run = ReplicaRun(_config(iterations=steps), seeds)
+        run = replica_run(_config(iterations=steps), seeds)
         built = time.perf_counter()
         run.train(progress=False)
         setup[steps] = built - started
@@ -121,9 +121,10 @@ def case_profile(args) -> dict:
     """JAX engine: a block with the batches drawn in the step, and without."""
     import jax
 
-    from keras_nalu.sweeps.replicas import ReplicaRun
+    from keras_nalu.sweeps.engines import replica_run
+    from keras_nalu.sweeps.engines.jax import JaxReplicaRun
 
-    class FixedBatch(ReplicaRun):
+    class FixedBatch(JaxReplicaRun):
         """Trains every step on batch 0, drawn once outside the step."""
 
         def training_batch(self, step):
@@ -131,7 +132,7 @@ def case_profile(args) -> dict:
 
     seeds = list(range(args.replicas))
     config = _config(iterations=10 * args.steps)
-    drawn = ReplicaRun(config, seeds)
+    drawn = replica_run(config, seeds)
     fixed = FixedBatch(config, seeds)
     fixed._fixed = jax.block_until_ready(drawn.training_batch(0))
     block = 1000

@@ -325,13 +325,8 @@ def _load_keras_model(name: str):
 
 def _summarize(args) -> int:
     from keras_nalu.export import check_output_folder
-    from keras_nalu.sweeps.summary import (
-        load_results,
-        pooled_columns,
-        summarize,
-        to_markdown,
-        write_summary,
-    )
+    from keras_nalu.sweeps.summary import load_results, pooled_columns, summarize
+    from keras_nalu.sweeps.tables import to_markdown, write_summary
 
     results = load_results(args.results)
     by = None if args.by is None else [c.strip() for c in args.by.split(",")]
@@ -413,7 +408,7 @@ def _sweep(args) -> int:
     if results.is_dir():
         raise ValueError(f"--results {args.results!r} is a folder; pass a CSV path.")
     check_output_folder(results.parent, "--results", args.results)
-    from keras_nalu.sweeps.cluster import ClusterError
+    from keras_nalu.sweeps.ray_connection import ClusterError
 
     try:
         with _overlap_warnings_silenced(), _sweep_messages():
@@ -522,7 +517,7 @@ def _progress(args) -> int:
 
 def _read_backup(path: Path) -> list[dict]:
     """`read_backup`, with every damaged file reported in one line."""
-    from keras_nalu.sweeps.replicas import read_backup
+    from keras_nalu.sweeps.engines import read_backup
 
     try:
         records = read_backup(path)
@@ -630,7 +625,7 @@ def _mnist_line(record: dict) -> dict:
 
 def _train_flags(train) -> None:
     from keras_nalu.experiments import STATIC_TASKS, ExperimentConfig
-    from keras_nalu.models import PRESETS
+    from keras_nalu.presets import PRESETS
     from keras_nalu.tasks import OPERATIONS
 
     _add_config_flags(

@@ -83,7 +83,7 @@ class ForwardClip(Clip):
     >>> gate = keras_nalu.constraints.ForwardClip(0, 1)
     >>> gate(np.array([-0.5, 0.5, 1.5], "float32"))  # the stored weight: free
     array([-0.5,  0.5,  1.5], dtype=float32)
-    >>> layer = keras_nalu.RealNPU(1, gate_constraint="forward_clip")
+    >>> layer = keras_nalu.layers.RealNPU(1, gate_constraint="forward_clip")
     >>> layer.build((None, 3))
     >>> _ = layer.gate.assign([-0.5, 0.5, 1.5])
     >>> layer.gate_values().numpy()  # what the forward pass uses

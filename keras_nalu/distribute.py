@@ -188,7 +188,7 @@ def enable_multi_worker_fit(model):
 
     >>> import keras
     >>> from keras_nalu.distribute import enable_multi_worker_fit
-    >>> from keras_nalu.models import build_model
+    >>> from keras_nalu.presets import build_model
     >>> model, callbacks = build_model("nmu", input_size=4)
     >>> enable_multi_worker_fit(model) is model  # no strategy: a no-op
     True
@@ -347,7 +347,7 @@ def enable_steps_per_execution(model):
 
     >>> import numpy as np
     >>> from keras_nalu.distribute import enable_steps_per_execution
-    >>> from keras_nalu.models import build_model
+    >>> from keras_nalu.presets import build_model
     >>> model, callbacks = build_model("nmu", input_size=4, steps_per_execution=2)
     >>> enable_steps_per_execution(model) is model
     True

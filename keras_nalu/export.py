@@ -168,7 +168,7 @@ def export_saved_model(
 
     >>> import keras, keras_nalu, tempfile
     >>> from keras_nalu.export import export_saved_model
-    >>> model = keras.Sequential([keras.Input((2,)), keras_nalu.NAU(1)])
+    >>> model = keras.Sequential([keras.Input((2,)), keras_nalu.layers.NAU(1)])
     >>> path = export_saved_model(model, tempfile.mkdtemp(), "adder")
     >>> path.name
     '1'

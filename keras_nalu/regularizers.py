@@ -8,10 +8,6 @@ The units list it among their variables (not their weights), so a train step
 compiled with the model's variables as arguments (Keras' JAX trainer) reads
 it too; a regularizer on a layer that is not a keras_nalu unit is scheduled
 on TensorFlow only.
-
-Why one module of about 690 lines: every class here is a `ScheduledRegularizer`
-(the strength variable and its schedule), one penalty each, short apart from
-its docstring; they are looked up together by `get`.
 """
 
 import math

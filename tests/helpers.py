@@ -100,10 +100,10 @@ def assert_set_weights_starts_one_replica() -> None:
     import pytest
 
     from keras_nalu.experiments import ExperimentConfig
-    from keras_nalu.sweeps.replicas import ReplicaRun
+    from keras_nalu.sweeps.engines import replica_run
 
     config = ExperimentConfig(model="nau", input_size=10, iterations=20, eval_every=10)
-    run = ReplicaRun(config, [4, 7])
+    run = replica_run(config, [4, 7])
     before = run.weights(0)
     solution = [np.full((10, 2), 0.5, np.float32), np.ones((2, 1), np.float32)]
     run.set_weights(1, solution)

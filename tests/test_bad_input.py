@@ -276,7 +276,7 @@ def test_train_refuses_overlapping_ranges_unless_allowed(
 
 @pytest.fixture(scope="module")
 def tiny_model():
-    return keras.Sequential([keras.Input((10,)), keras_nalu.NAU(1)])
+    return keras.Sequential([keras.Input((10,)), keras_nalu.layers.NAU(1)])
 
 
 def test_explain_on_a_corrupt_keras_file_says_so(tmp_path, capsys, tiny_model):
@@ -329,7 +329,7 @@ def test_the_served_model_states_and_checks_its_input_width(tmp_path, tiny_model
 
 def test_an_integer_dtype_is_named_in_one_line():
     with pytest.raises(ValueError, match="dtype.*int32"):
-        layer = keras_nalu.NMU(2, dtype="int32")
+        layer = keras_nalu.layers.NMU(2, dtype="int32")
         layer(np.ones((1, 3), "int32"))
 
 
@@ -357,7 +357,7 @@ def test_train_prints_a_summary_and_the_record_only_with_json(tmp_path, capsys):
 
 
 def test_train_help_lists_the_models_and_operations(capsys):
-    from keras_nalu.models import PRESETS
+    from keras_nalu.presets import PRESETS
     from keras_nalu.tasks import OPERATIONS
 
     with pytest.raises(SystemExit):

@@ -1,72 +1,184 @@
-"""The import paths from before the package was split into rooms still work.
+"""One import path per public name.
 
-Each old module re-exports the names it exported then, and every name is the
-one object of its new home.
+The rule, checked over every module of `keras_nalu`:
+
+- A public name (one that some module lists in its `__all__`) is defined in
+  exactly one module: a `def`, a `class` or an assignment at its top level.
+  That module is the name's home.
+- Besides its home, at most one module lists the name in its `__all__`:
+  the `__init__` of the package that holds the home module, exporting its
+  own submodule's name (`keras_nalu.layers` exports `NAU` of
+  `keras_nalu.layers.nau`). No other package re-exports it (not a package
+  further up, not the top-level `keras_nalu`), and no module exists only to
+  re-export others' names.
+- The exported object is the home's object.
+
+So every public name has one import path: its package's, where the package
+exports it, else its home module's. A package may also list its own
+submodules in `__all__` (`keras_nalu` lists `layers`, `callbacks`, ...).
 """
 
+import ast
 import importlib
+import pkgutil
+from pathlib import Path
 
-import pytest
+import keras_nalu
 
-OLD_PATHS = {
-    "keras_nalu.experiment": (
-        "keras_nalu.experiments",
-        "ExperimentConfig NAME_FIELDS TASK_FIELDS check_run_name run_experiment",
-    ),
-    "keras_nalu.mnist": (
-        "keras_nalu.experiments.mnist",
-        "DEFAULT_UNIT MNIST_SPARSITY UNITS Z_IDENTITY MnistConfig "
-        "SequentialMnistModel build_mnist_model digit_network evaluate_lengths "
-        "exact_kernel judge mae_table mse_bound plot_success_rate run_mnist "
-        "success_rates",
-    ),
-    "keras_nalu.callbacks": (
-        "keras_nalu.callbacks",
-        "LossGatedRegularization ProgressBar RegularizationSchedule "
-        "Reinitialization find_scheduled_regularizers iter_layers loss_stalled "
-        "optimizer_slots reset_optimizer_slots",
-    ),
-    "keras_nalu.explain": (
-        "keras_nalu.explain",
-        "Explanation TaskComparison UnsupportedLayerError compare_with_task explain",
-    ),
-    "keras_nalu.sweeps.runner": (
-        "keras_nalu.sweeps.runner",
-        "CONFIG_COLUMNS CONFIG_FIELDS LATER_FIELDS LATER_RECORD_FIELDS MAX_SEEDS "
-        "RECORD_FIELDS RESULT_COLUMNS Chunk SweepOutcome config_id grid_configs "
-        "load_grid_file normalize_grid parse_grid parse_seeds plan_chunks "
-        "ray_options read_results record_row run_sweep summary_markdown "
-        "train_chunk",
-    ),
-    "keras_nalu.sweeps.replicas": (
-        "keras_nalu.sweeps.replicas",
-        "ReplicaRun execution_size read_backup total_steps train_batched "
-        "train_replicas vectorizable",
-    ),
-    "keras_nalu.sweeps": (
-        "keras_nalu.sweeps",
-        "ReplicaRun chunk_backup load_grid_file parse_grid parse_seeds read_backup "
-        "read_results run_sweep train_replicas",
-    ),
-}
+PACKAGE_ROOT = Path(keras_nalu.__file__).parent
 
 
-@pytest.mark.parametrize("old", sorted(OLD_PATHS))
-def test_old_paths_export_the_same_objects(old):
-    home, names = OLD_PATHS[old]
-    module = importlib.import_module(old)
-    for name in names.split():
-        assert name in module.__all__, f"{old} no longer exports {name}"
-        value = getattr(module, name)
-        defined_in = getattr(value, "__module__", None)
-        if defined_in is not None and defined_in.startswith("keras_nalu"):
-            home_module = importlib.import_module(defined_in)
-            assert getattr(home_module, name) is value
-        assert getattr(importlib.import_module(home), name) is value
+def _modules() -> dict[str, Path]:
+    """Every module of keras_nalu by dotted name, with its source file."""
+    modules = {"keras_nalu": PACKAGE_ROOT / "__init__.py"}
+    for info in pkgutil.walk_packages([str(PACKAGE_ROOT)], prefix="keras_nalu."):
+        relative = Path(*info.name.split(".")[1:])
+        if info.ispkg:
+            modules[info.name] = PACKAGE_ROOT / relative / "__init__.py"
+        else:
+            modules[info.name] = PACKAGE_ROOT / relative.with_suffix(".py")
+    return modules
 
 
-def test_star_imports_of_the_old_modules_give_their_names():
-    for old in ("keras_nalu.experiment", "keras_nalu.mnist"):
-        namespace = {}
-        exec(f"from {old} import *", namespace)
-        assert set(OLD_PATHS[old][1].split()) <= set(namespace)
+def _top_level_definitions(tree: ast.Module) -> set[str]:
+    """Names a module binds itself (not by import) at its top level."""
+    names = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
+
+
+def _exports(tree: ast.Module) -> list[str]:
+    """The names a module lists in its `__all__` (a literal list or tuple)."""
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            try:
+                return list(ast.literal_eval(node.value))
+            except ValueError:  # computed, e.g. another module's __all__
+                return ["<a computed __all__>"]
+    return []
+
+
+def _imported_from(tree: ast.Module) -> dict[str, str]:
+    """Each name a module imports by `from X import name`, with X."""
+    sources = {}
+    body = list(tree.body)
+    for node in body:
+        if isinstance(node, ast.If | ast.Try):  # `if not answering_help(): ...`
+            body.extend(node.body)
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                sources[alias.asname or alias.name] = node.module
+    return sources
+
+
+def _survey():
+    """Every module's definitions, exports and imports, parsed once."""
+    parsed = {}
+    for name, path in _modules().items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        parsed[name] = {
+            "package": path.name == "__init__.py",
+            "defines": _top_level_definitions(tree) - {"__all__"},
+            "exports": _exports(tree),
+            "imports": _imported_from(tree),
+        }
+    return parsed
+
+
+MODULES = _survey()
+
+
+def _submodules(module: str) -> set[str]:
+    return {
+        name.rsplit(".", 1)[1]
+        for name in MODULES
+        if name.rsplit(".", 1)[0] == module and name != module
+    }
+
+
+def _home(module: str, symbol: str) -> str | None:
+    """The module an export comes from: the exporter itself, or its source."""
+    if symbol in MODULES[module]["defines"]:
+        return module
+    return MODULES[module]["imports"].get(symbol)
+
+
+def _exports():
+    """(exporter, name, home) for every name in every `__all__`."""
+    for module, info in MODULES.items():
+        for symbol in info["exports"]:
+            if symbol not in _submodules(module):
+                yield module, symbol, _home(module, symbol)
+
+
+def test_the_walk_finds_the_package():
+    assert {"keras_nalu.layers.nau", "keras_nalu.sweeps.engines.run"} <= set(MODULES)
+    assert sum(1 for _ in _exports()) > 100
+
+
+def test_each_export_is_defined_in_its_home_module():
+    wrong = [
+        (exporter, symbol, home)
+        for exporter, symbol, home in _exports()
+        if home not in MODULES or symbol not in MODULES[home]["defines"]
+    ]
+    assert not wrong, f"exported names not defined where they come from: {wrong}"
+
+
+def test_only_a_package_exports_others_names_and_only_its_own_submodules():
+    wrong = [
+        f"{exporter} exports {symbol} of {home}"
+        for exporter, symbol, home in _exports()
+        if home != exporter
+        and not (MODULES[exporter]["package"] and home.rsplit(".", 1)[0] == exporter)
+    ]
+    assert not wrong, wrong
+
+
+def test_each_name_has_one_import_path():
+    paths = {}
+    for exporter, symbol, home in _exports():
+        paths.setdefault((home, symbol), set()).add(exporter)
+    # The home's own `__all__` and its package's are one path: the package's.
+    twice = {
+        key: sorted(exporters)
+        for key, exporters in paths.items()
+        if len(exporters - {key[0]}) > 1
+    }
+    assert not twice, f"names exported by more than one package: {twice}"
+
+
+def test_exported_objects_are_their_homes_objects():
+    for exporter, symbol, home in _exports():
+        value = getattr(importlib.import_module(home), symbol)
+        assert getattr(importlib.import_module(exporter), symbol) is value
+
+
+def test_no_value_is_defined_twice():
+    """A public constant or helper is written once and imported elsewhere."""
+    places = {}
+    for module, info in MODULES.items():
+        for symbol in info["defines"]:
+            if not symbol.startswith("_"):
+                places.setdefault(symbol, []).append(module)
+    copies = []
+    for symbol, modules in places.items():
+        values = [getattr(importlib.import_module(m), symbol) for m in modules]
+        for i, first in enumerate(values):
+            for j in range(i + 1, len(values)):
+                try:
+                    same = bool(first == values[j])
+                except Exception:  # noqa: BLE001 - arrays, frames: not constants
+                    same = False
+                if same and isinstance(first, tuple | frozenset | str | int | float):
+                    copies.append((symbol, modules[i], modules[j]))
+    assert not copies, f"values defined twice: {copies}"

@@ -12,7 +12,7 @@ import pytest
 from keras_nalu import callbacks as nalu_callbacks
 from keras_nalu import constraints, initializers, layers, regularizers
 from keras_nalu.experiments import ExperimentConfig
-from keras_nalu.models import (
+from keras_nalu.presets import (
     MULTIPLICATIVE_KINDS,
     PRESETS,
     SEQUENCE_BASELINES,

@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from keras_nalu.experiments import ExperimentConfig, check_run_name
-from keras_nalu.sweeps import ReplicaRun, read_backup
+from keras_nalu.sweeps.engines import read_backup, replica_run
 from keras_nalu.sweeps.grid import (
     grid_configs,
     load_grid_file,
@@ -415,7 +415,7 @@ def backups(tmp_path_factory):
     and restored.
     """
     config = ExperimentConfig(model="nau", input_size=10, iterations=100, eval_every=50)
-    run = ReplicaRun(config, seeds=[0, 1])
+    run = replica_run(config, seeds=[0, 1])
     run.train(progress=False)
     path = tmp_path_factory.mktemp("backup") / "chunk.npz"
     run.save_backup(path)
@@ -429,7 +429,7 @@ def backups(tmp_path_factory):
 def backup(request, backups):
     """A backup in one format, and a fresh run to restore."""
     config, contents = backups
-    return ReplicaRun(config, seeds=[0, 1]), contents[request.param]
+    return replica_run(config, seeds=[0, 1]), contents[request.param]
 
 
 def restored_or_refused(run, path):
@@ -553,7 +553,7 @@ SUMMARY_DAMAGE = {
 
 def test_a_damaged_format_2_backup_is_one_clear_error(tmp_path, backups):
     config, contents = backups
-    run = ReplicaRun(config, seeds=[0, 1])
+    run = replica_run(config, seeds=[0, 1])
     path = tmp_path / "chunk.npz"
     for name, change in SUMMARY_DAMAGE.items():
         path.write_bytes(with_state(contents[2], change))
@@ -586,7 +586,7 @@ def test_a_backup_judged_against_another_threshold_is_refused(tmp_path, backups)
 
     path = tmp_path / "chunk.npz"
     path.write_bytes(with_state(contents[2], other_threshold))
-    run = ReplicaRun(config, seeds=[0, 1])
+    run = replica_run(config, seeds=[0, 1])
     with pytest.raises(ValueError, match="judged its evaluations against threshold"):
         run.restore_backup(path)
     assert run.step == 0

@@ -15,8 +15,8 @@ from keras_nalu._validation import (
 )
 from keras_nalu.experiments import ExperimentConfig
 from keras_nalu.regularizers import Saturation
+from keras_nalu.sweeps.engines import replica_run
 from keras_nalu.sweeps.grid import parse_seeds
-from keras_nalu.sweeps.replicas import ReplicaRun
 from keras_nalu.tasks.mnist import SequentialMnistTask, parse_lengths
 from keras_nalu.tasks.number_words import split
 
@@ -92,7 +92,7 @@ def test_every_seed_and_count_check_is_the_shared_one():
             call()
         assert str(error.value) == f"{owner} " + message.format(name, name)
     with pytest.raises(ValueError, match="train_replicas expects distinct seeds"):
-        ReplicaRun(ExperimentConfig(input_size=10, iterations=10), [1, 1])
+        replica_run(ExperimentConfig(input_size=10, iterations=10), [1, 1])
 
 
 def test_a_numpy_seed_becomes_an_int_the_record_can_hold():

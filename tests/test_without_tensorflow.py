@@ -23,8 +23,8 @@ from keras_nalu.regularizers import Sparsity
 
 model = keras.Sequential([
     keras.Input((4,)),
-    keras_nalu.NAU(2, kernel_regularizer=Sparsity(1.0, start=0, end=4)),
-    keras_nalu.NMU(1),
+    keras_nalu.layers.NAU(2, kernel_regularizer=Sparsity(1.0, start=0, end=4)),
+    keras_nalu.layers.NMU(1),
 ])
 model.compile(keras.optimizers.Adam(0.01), "mse")
 x = np.random.default_rng(0).uniform(1, 2, (32, 4)).astype("float32")

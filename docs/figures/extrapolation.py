@@ -35,7 +35,8 @@ def target(x: np.ndarray) -> np.ndarray:
 
 def arithmetic_model() -> keras.Model:
     model = keras.Sequential(
-        [keras.Input((4,)), keras_nalu.NAU(2), keras_nalu.NMU(1)], name="nau_nmu"
+        [keras.Input((4,)), keras_nalu.layers.NAU(2), keras_nalu.layers.NMU(1)],
+        name="nau_nmu",
     )
     model.compile(keras.optimizers.Adam(1e-2), "mse")
     return model

@@ -1,9 +1,8 @@
 """Callbacks that drive the units' training: regularization, reinitialization.
 
 One callback per module (`schedule`, `progress`, `loss_gated`,
-`reinitialization`); `utils` holds what they share (walking a model's layers,
-its optimizer's state and step). Import every name from here,
-`keras_nalu.callbacks`.
+`reinitialization`); `utils` holds what they share (scheduled regularizers,
+optimizer slots). Import every name from here, `keras_nalu.callbacks`.
 """
 
 from keras_nalu.callbacks.loss_gated import LossGatedRegularization
@@ -12,10 +11,8 @@ from keras_nalu.callbacks.reinitialization import Reinitialization
 from keras_nalu.callbacks.schedule import RegularizationSchedule
 from keras_nalu.callbacks.utils import (
     find_scheduled_regularizers,
-    iter_layers,
     loss_stalled,
     optimizer_slots,
-    optimizer_step,
     reset_optimizer_slots,
 )
 
@@ -25,9 +22,7 @@ __all__ = [
     "RegularizationSchedule",
     "Reinitialization",
     "find_scheduled_regularizers",
-    "iter_layers",
     "loss_stalled",
     "optimizer_slots",
-    "optimizer_step",
     "reset_optimizer_slots",
 ]

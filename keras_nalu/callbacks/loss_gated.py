@@ -5,11 +5,8 @@ import warnings
 import keras
 
 from keras_nalu._api import export
-from keras_nalu.callbacks.utils import (
-    iter_layers,
-    loss_gated_regularizers,
-    optimizer_step,
-)
+from keras_nalu.callbacks.utils import loss_gated_regularizers
+from keras_nalu.keras_utils import iter_layers, optimizer_step
 
 
 @export

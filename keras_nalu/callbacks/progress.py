@@ -3,7 +3,7 @@
 import keras
 
 from keras_nalu._api import export
-from keras_nalu.callbacks.utils import optimizer_step
+from keras_nalu.keras_utils import optimizer_step
 
 
 @export
@@ -22,7 +22,7 @@ class ProgressBar(keras.callbacks.Callback):
     Example:
 
     >>> import numpy as np, keras, keras_nalu
-    >>> model = keras.Sequential([keras.Input((2,)), keras_nalu.NAU(1)])
+    >>> model = keras.Sequential([keras.Input((2,)), keras_nalu.layers.NAU(1)])
     >>> model.compile("adam", "mse", steps_per_execution=2)
     >>> bar = keras_nalu.callbacks.ProgressBar(4, keys=("loss",))
     >>> _ = model.fit(np.ones((8, 2)), np.ones((8, 1)), batch_size=2,

@@ -5,12 +5,11 @@ import keras
 from keras_nalu._api import export
 from keras_nalu._validation import check_non_negative, check_positive_int
 from keras_nalu.callbacks.utils import (
-    iter_layers,
     loss_gated_regularizers,
     loss_stalled,
-    optimizer_step,
     reset_optimizer_slots,
 )
+from keras_nalu.keras_utils import iter_layers, optimizer_step
 
 
 def _reseeded(initializer, seed_generator):
@@ -105,7 +104,7 @@ class Reinitialization(keras.callbacks.Callback):
     Example:
 
     >>> import numpy as np, keras, keras_nalu
-    >>> model = keras.Sequential([keras.Input((2,)), keras_nalu.NAU(1)])
+    >>> model = keras.Sequential([keras.Input((2,)), keras_nalu.layers.NAU(1)])
     >>> model.compile(keras.optimizers.SGD(0.0), "mse")  # the loss cannot fall
     >>> reinit = keras_nalu.callbacks.Reinitialization(every=2, seed=0)
     >>> before = keras.ops.convert_to_numpy(model.layers[0].kernel)

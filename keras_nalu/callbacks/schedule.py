@@ -6,7 +6,8 @@ import keras
 
 from keras_nalu._api import export
 from keras_nalu._validation import check_non_negative
-from keras_nalu.callbacks.utils import find_scheduled_regularizers, optimizer_step
+from keras_nalu.callbacks.utils import find_scheduled_regularizers
+from keras_nalu.keras_utils import optimizer_step
 from keras_nalu.regularizers import (
     ScheduledRegularizer,
     schedule_factor,

@@ -1,4 +1,4 @@
-"""What the callbacks share: walking a model's layers, its optimizer's state and step.
+"""What the callbacks share: scheduled regularizers, optimizer slots, stalls.
 
 None of these is a callback; the callbacks of this package (and the replica
 engines, `keras_nalu.sweeps`) call them.
@@ -7,25 +7,8 @@ engines, `keras_nalu.sweeps`) call them.
 import keras
 import numpy as np
 
+from keras_nalu.keras_utils import iter_layers
 from keras_nalu.regularizers import ScheduledRegularizer, held_scheduled_regularizers
-
-
-def iter_layers(model):
-    """Every layer in `model`, nested ones included, each once."""
-    seen = set()
-    stack = [model]
-    while stack:
-        layer = stack.pop()
-        if id(layer) in seen:
-            continue
-        seen.add(id(layer))
-        yield layer
-        stack.extend(getattr(layer, "_layers", []) or [])
-        stack.extend(
-            value
-            for value in vars(layer).values()
-            if isinstance(value, keras.layers.Layer)
-        )
 
 
 def find_scheduled_regularizers(model) -> list[ScheduledRegularizer]:
@@ -35,24 +18,6 @@ def find_scheduled_regularizers(model) -> list[ScheduledRegularizer]:
         for regularizer in held_scheduled_regularizers(layer, layer.weights):
             found[id(regularizer)] = regularizer
     return list(found.values())
-
-
-def optimizer_step(model) -> int:
-    """The optimizer steps `model` has taken: `model.optimizer.iterations`.
-
-    The value a resumed or reloaded model continues from, read the same way
-    on every backend.
-
-    Example:
-
-    >>> import numpy as np, keras, keras_nalu
-    >>> model = keras.Sequential([keras.Input((2,)), keras_nalu.NAU(1)])
-    >>> model.compile("adam", "mse")
-    >>> _ = model.fit(np.ones((8, 2)), np.ones((8, 1)), batch_size=2, verbose=0)
-    >>> optimizer_step(model)
-    4
-    """
-    return int(keras.ops.convert_to_numpy(model.optimizer.iterations))
 
 
 def loss_gated_regularizers(layers) -> list:

@@ -4,7 +4,7 @@ weights."""
 import keras
 import numpy as np
 
-from keras_nalu.callbacks import iter_layers
+from keras_nalu.keras_utils import iter_layers
 from keras_nalu.layers.base import ArithmeticLayer
 
 
@@ -33,7 +33,7 @@ def effective_weights(layer) -> dict[str, np.ndarray]:
     Example:
 
     >>> import keras_nalu
-    >>> layer = keras_nalu.NMU(1)
+    >>> layer = keras_nalu.layers.NMU(1)
     >>> layer.build((None, 2))
     >>> _ = layer.kernel.assign([[1.2], [0.4]])
     >>> effective_weights(layer)["kernel"].tolist()
@@ -45,12 +45,26 @@ def effective_weights(layer) -> dict[str, np.ndarray]:
     }
 
 
+def distance_to_sparse(weights, xp=np):
+    """max over W of min(|W|, |1 - |W||): distance to the nearest of {-1, 0, 1}.
+
+    Args:
+        weights: an array of any shape (0 if empty).
+        xp: the array module to compute with: NumPy, or `jax.numpy` inside
+            a compiled function (the JAX replica engine's evaluation).
+
+    Example:
+
+    >>> float(distance_to_sparse(np.array([0.9, -0.2, 1.0])))
+    0.2
+    """
+    magnitude = xp.abs(weights)
+    return xp.max(xp.minimum(magnitude, xp.abs(1.0 - magnitude)), initial=0.0)
+
+
 def weight_sparsity_error(weights: np.ndarray) -> float:
-    """max over W of min(|W|, |1 - |W||): distance to the nearest of {-1, 0, 1}."""
-    magnitude = np.abs(np.asarray(weights, dtype=np.float64))
-    if magnitude.size == 0:
-        return 0.0
-    return float(np.max(np.minimum(magnitude, np.abs(1.0 - magnitude))))
+    """`distance_to_sparse` of `weights` in float64, as a Python float."""
+    return float(distance_to_sparse(np.asarray(weights, dtype=np.float64)))
 
 
 def sparsity_error(model) -> float:
@@ -59,7 +73,7 @@ def sparsity_error(model) -> float:
     Example:
 
     >>> import keras, keras_nalu
-    >>> model = keras.Sequential([keras.Input((4,)), keras_nalu.NAU(2)])
+    >>> model = keras.Sequential([keras.Input((4,)), keras_nalu.layers.NAU(2)])
     >>> _ = model.layers[0].kernel.assign([[1, 0], [0, 1], [0.5, 0], [0, -1]])
     >>> keras_nalu.evaluation.sparsity_error(model)
     0.5

@@ -13,8 +13,8 @@ from keras_nalu._validation import (
     is_integer,
     is_real,
 )
-from keras_nalu.callbacks.utils import optimizer_step
 from keras_nalu.evaluation.sparsity import sparsity_error
+from keras_nalu.keras_utils import optimizer_step
 
 
 @dataclasses.dataclass
@@ -256,7 +256,7 @@ class SuccessCriterion(keras.callbacks.Callback):
 
     >>> import numpy as np, keras, keras_nalu
     >>> x = np.random.uniform(1, 2, (64, 2)).astype("float32")
-    >>> model = keras.Sequential([keras.Input((2,)), keras_nalu.NAU(1)])
+    >>> model = keras.Sequential([keras.Input((2,)), keras_nalu.layers.NAU(1)])
     >>> _ = model.layers[0].kernel.assign([[1.0], [1.0]])
     >>> model.compile("adam", "mse")
     >>> judge = keras_nalu.evaluation.SuccessCriterion(

@@ -8,6 +8,7 @@
 """
 
 from keras_nalu.experiments.arithmetic import (
+    LATER_FIELDS,
     NAME_FIELDS,
     STATIC_TASKS,
     TASK_FIELDS,
@@ -16,11 +17,14 @@ from keras_nalu.experiments.arithmetic import (
     check_run_name,
     execution_size,
     fit_epochs,
+    make_record,
     run_experiment,
     total_steps,
+    without_later_defaults,
 )
 
 __all__ = [
+    "LATER_FIELDS",
     "NAME_FIELDS",
     "STATIC_TASKS",
     "TASK_FIELDS",
@@ -29,6 +33,8 @@ __all__ = [
     "check_run_name",
     "execution_size",
     "fit_epochs",
+    "make_record",
     "run_experiment",
     "total_steps",
+    "without_later_defaults",
 ]

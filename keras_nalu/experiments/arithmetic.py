@@ -17,14 +17,15 @@ from keras_nalu._validation import (
     check_positive_int,
     check_steps,
 )
-from keras_nalu.callbacks import ProgressBar, optimizer_step
+from keras_nalu.callbacks import ProgressBar
 from keras_nalu.evaluation import (
     SuccessCriterion,
     is_single_module_task,
     single_module_threshold,
     success_threshold,
 )
-from keras_nalu.models import build_model, get_preset
+from keras_nalu.keras_utils import optimizer_step
+from keras_nalu.presets import build_model, get_preset
 from keras_nalu.tasks import ArithmeticTask, Range, simple_function_task
 
 TASK_FIELDS = (
@@ -259,6 +260,28 @@ class ExperimentConfig:
         return f"{base}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
 
 
+LATER_FIELDS = {"epsilon": None, "task_name": "arithmetic"}
+"""Fields added after results files existed, with their defaults: at the
+default a field stays out of `config_id` (and out of a backup's identity),
+so older rows keep their ids, and a file without its column reads as the
+default."""
+
+
+def without_later_defaults(config: dict) -> dict:
+    """A config dict without the `LATER_FIELDS` that hold their default.
+
+    Example:
+
+    >>> without_later_defaults({"model": "nmu", "epsilon": None})
+    {'model': 'nmu'}
+    """
+    return {
+        key: value
+        for key, value in config.items()
+        if not (key in LATER_FIELDS and value == LATER_FIELDS[key])
+    }
+
+
 def execution_size(config: ExperimentConfig) -> int:
     """The run's steps per execution: `steps_per_execution` cut to divide `eval_every`.
 
@@ -377,16 +400,61 @@ def run_experiment(
         verbose=0,
     )
     wall_time = time.perf_counter() - started
-    iterations = optimizer_step(model)
-    record = {
+    record = make_record(
+        name,
+        config,
+        task,
+        judge.result(),
+        iterations=optimizer_step(model),
+        wall_time=wall_time,
+        history=[dataclasses.astuple(e) for e in judge.evaluations],
+    )
+    return model, record
+
+
+def make_record(
+    name: str,
+    config: ExperimentConfig,
+    task: ArithmeticTask,
+    verdict: dict,
+    iterations: int,
+    wall_time: float,
+    history: list | None,
+    **extra,
+) -> dict:
+    """The JSON-able record of one run, as `run_experiment` and the engines give it.
+
+    Args:
+        name: the run's name.
+        config: its configuration.
+        task: its task (`config.task()`).
+        verdict: the verdict fields (`SuccessCriterion.result`, or an
+            `EvaluationSummary`'s result with `threshold` and `evaluations`).
+        iterations: the steps it trained.
+        wall_time: the seconds it took.
+        history: its evaluations as `(step, interpolation_mse,
+            extrapolation_mse, sparsity_error)` rows, or None.
+        **extra: further fields, after the others (the engines add
+            `replicas`, `engine` and `device`).
+
+    Example:
+
+    >>> from keras_nalu.experiments import ExperimentConfig
+    >>> config = ExperimentConfig()
+    >>> record = make_record(config.name, config, config.task(), {"success": True},
+    ...                      iterations=100, wall_time=2.0, history=None)
+    >>> record["success"], record["iterations_per_second"]
+    (True, 50.0)
+    """
+    return {
         "name": name,
         "config": config.to_config(),
         "task": task.to_config(),
         "subsets": [list(subset) for subset in task.subsets],
-        **judge.result(),
+        **verdict,
         "iterations": iterations,
         "wall_time": wall_time,
         "iterations_per_second": iterations / wall_time if wall_time > 0 else None,
-        "history": [dataclasses.astuple(e) for e in judge.evaluations],
+        "history": history,
+        **extra,
     }
-    return model, record

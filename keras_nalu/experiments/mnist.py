@@ -6,10 +6,6 @@ Data flows as everywhere in the package: `tasks.mnist.SequentialMnistTask` →
 record with the test MSE/MAE per length) → `mse_bound` of the exact-unit
 baseline → `judge` (success per length), `success_rates`, `plot_success_rate`
 (Madsen & Johansen 2020, Fig. 4) and `mae_table` (Trask et al. 2018, Table 2).
-
-Why one module of about 650 lines: the house keeps one experiment per
-module, and this one's model, run, baseline bound and judge share its config
-and its records.
 """
 
 from __future__ import annotations
@@ -35,10 +31,10 @@ from keras_nalu.callbacks import (
     ProgressBar,
     RegularizationSchedule,
     find_scheduled_regularizers,
-    optimizer_step,
 )
 from keras_nalu.experiments.arithmetic import fit_epochs
-from keras_nalu.models import _LAYER_KINDS, get_preset
+from keras_nalu.keras_utils import optimizer_step
+from keras_nalu.presets import _LAYER_KINDS, get_preset
 from keras_nalu.regularizers import ZRegularizer
 from keras_nalu.tasks.mnist import OPERATIONS, SequentialMnistTask
 

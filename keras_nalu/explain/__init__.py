@@ -10,7 +10,7 @@ layer's, and reports how far the weights are from that discrete solution.
 Only `Explanation.sympy`, `Explanation.equivalent_to` and `compare_with_task`
 need SymPy (`pip install keras-arithmetic-units[symbolic]`).
 
-The package's rooms: `expression` (the expression tree and its text),
+Its modules: `expression` (the expression tree and its text),
 `readers` (one reader per kind of layer), `explanation` (`explain`,
 `Explanation`) and `comparison` (`compare_with_task`, `TaskComparison`).
 Import the public names from here, `keras_nalu.explain`.

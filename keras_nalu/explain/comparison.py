@@ -20,8 +20,7 @@ from keras_nalu.explain.expression import (
     _to_sympy,
     _Var,
 )
-
-OPERATIONS = ("add", "sub", "mul", "div", "squared", "root")
+from keras_nalu.tasks.arithmetic import OPERATIONS
 
 
 @dataclasses.dataclass(frozen=True)

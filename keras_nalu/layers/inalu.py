@@ -65,7 +65,7 @@ class iNALU(ArithmeticLayer):
     epochs while the loss is below 1 (by
     `keras_nalu.callbacks.LossGatedRegularization`). The rest of the recipe,
     gradient clipping to ±0.1 and `keras_nalu.callbacks.Reinitialization`,
-    belongs to training (the `"inalu"` preset of `keras_nalu.models`).
+    belongs to training (the `"inalu"` preset of `keras_nalu.presets`).
     Weights: `w_hat`, `m_hat` (additive path), `mul_w_hat`, `mul_m_hat` and
     `gate` (shape `(units,)`); `layer.kernel` and `layer.mul_kernel` give W_a
     and W_m.

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from keras_nalu._validation import check_positive_int
-from keras_nalu.experiments import ExperimentConfig
-from keras_nalu.sweeps.engines.base import recipe, total_steps, vectorizable
+from keras_nalu.experiments import ExperimentConfig, total_steps
+from keras_nalu.sweeps.engines.setup import recipe, vectorizable
 from keras_nalu.sweeps.results import config_id, record_row
 
 
@@ -290,6 +290,7 @@ def _train_one_by_one(config, seeds, progress) -> list[dict]:
     import keras
 
     from keras_nalu.experiments import run_experiment
+    from keras_nalu.sweeps.engines import device_name
 
     records = []
     for seed in seeds:
@@ -302,7 +303,7 @@ def _train_one_by_one(config, seeds, progress) -> list[dict]:
                 **record,
                 "replicas": 1,
                 "engine": keras.backend.backend(),
-                "device": _keras_device(),
+                "device": device_name(),
             }
         )
         if callable(progress):
@@ -310,27 +311,6 @@ def _train_one_by_one(config, seeds, progress) -> list[dict]:
             # at once), so one finished seed is 1/len(seeds) of a chunk step
             progress(total_steps(config) // len(seeds))
     return records
-
-
-def _keras_device() -> str:
-    """The device `model.fit` trains on, in words ("cpu" or the GPU's name)."""
-    import keras
-
-    if keras.backend.backend() == "jax":
-        import jax
-
-        device = jax.devices()[0]
-        return "cpu" if device.platform == "cpu" else device.device_kind
-    if keras.backend.backend() == "tensorflow":
-        import tensorflow as tf
-
-        gpus = tf.config.list_logical_devices("GPU")
-        if gpus:
-            details = tf.config.experimental.get_device_details(
-                tf.config.list_physical_devices("GPU")[0]
-            )
-            return details.get("device_name", "gpu")
-    return "cpu"
 
 
 __all__ = [

@@ -8,8 +8,8 @@ fsspec URL such as `s3://bucket/sweep`), a task backs its chunk up there
 every `backup_every` seconds, and whichever worker picks the chunk up again
 (Ray's retry after a lost worker or node, or a later sweep) continues it.
 
-The address is checked before Ray is asked to join it (`connect`), and the
-cluster is watched while the sweep runs: an unreachable cluster, a refused
+The address is checked before Ray is asked to join it, and the cluster is
+watched while the sweep runs (`ray_connection.py`): an unreachable cluster, a refused
 token, a lost cluster or a chunk that failed after Ray's retries all end the
 sweep with one `ClusterError` that says what happened, how many rows are kept
 and how to resume. The guide is docs/cluster.md.
@@ -24,35 +24,25 @@ import math
 import os
 import socket
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from urllib.parse import urlsplit
 
+from keras_nalu.sweeps.backup_folder import BackupFolder
 from keras_nalu.sweeps.chunks import (
     Chunk,
     backed_up_chunks,
     backup_name,
     train_chunk,
 )
+from keras_nalu.sweeps.ray_connection import (
+    LOST_AFTER,
+    ClusterError,
+    RayConnection,
+    first_line,
+    import_ray,
+)
 
 logger = logging.getLogger(__name__)
-
-CONNECT_TIMEOUT = 10.0
-"""Seconds a TCP connection to the cluster's address may take."""
-
-LOST_AFTER = 10.0
-"""Seconds the cluster's address must stay unreachable to count as lost."""
-
-_DEFAULT_PORTS = {"gcs": 6379, "client": 10001}
-
-
-class ClusterError(RuntimeError):
-    """A Ray cluster that cannot be reached, was lost, or failed a chunk.
-
-    Its message is one line: what happened, what to try, and for a sweep
-    that had started, how many rows are kept and how to resume.
-    """
 
 
 def ray_options(engine: str, gpus_per_chunk: float = 0.0) -> dict:
@@ -141,7 +131,7 @@ def check_ray_arguments(
             f"pass both, or neither. Received: backup_dir={backup_dir!r}, "
             "backup_every=None"
         )
-    return _BackupFolder.checked(backup_dir).location
+    return BackupFolder.checked(backup_dir).location
 
 
 def run_on_ray(
@@ -176,8 +166,8 @@ def run_on_ray(
     """
     import keras
 
-    ray = _import_ray()
-    connection = _Connection.open(ray, address)
+    ray = import_ray()
+    connection = RayConnection.open(ray, address)
     if backup_every is None:  # asked for no backups
         backup_dir = None
     elif backup_dir is None:
@@ -242,183 +232,13 @@ def run_on_ray(
 
 def backed_up_chunks_in(results_path: Path, backup_dir: str) -> list[tuple[Chunk, str]]:
     """`backed_up_chunks` of a Ray sweep's backup folder (a path or a URL)."""
-    folder = _BackupFolder(backup_dir)
+    folder = BackupFolder(backup_dir)
     if folder.fs is None:
         return backed_up_chunks(results_path, folder.location)
     with tempfile.TemporaryDirectory() as copies:
         for name in folder.names():
             folder.fetch(name, Path(copies) / name)
         return backed_up_chunks(results_path, copies)
-
-
-# --- the connection -----------------------------------------------------------
-
-
-def _import_ray():
-    try:
-        import ray
-    except ImportError:
-        raise ValueError(
-            "the Ray backend needs ray: pip install 'keras-arithmetic-units[ray]'"
-        ) from None
-    return ray
-
-
-class _Connection:
-    """This driver's link to a cluster, and the address that shows it lives."""
-
-    def __init__(self, address: str, started: bool, endpoint=None):
-        self.address = address
-        self.started = started
-        self.endpoint = endpoint  # (host, port) to watch, or None
-        self._failing_since = None
-
-    @classmethod
-    def open(cls, ray, address: str) -> _Connection:
-        if ray.is_initialized():  # the caller's own runtime or cluster
-            return cls(address, started=False, endpoint=_gcs_endpoint(ray))
-        if address == "local":
-            ray.init(address="local", include_dashboard=False, log_to_driver=False)
-            return cls("this machine's Ray runtime", started=True)
-        endpoint = _endpoint(address)
-        _probe(address, endpoint)
-        if not address.startswith("ray://") and address != "auto":
-            _check_token(address, endpoint)
-        try:
-            ray.init(address=address, log_to_driver=False)
-        except Exception as error:  # noqa: BLE001 - Ray raises several kinds
-            hint = "check the cluster with `ray status` on its head node"
-            if _token_mode() != "token":
-                hint += (
-                    ", and if it uses token authentication, export RAY_AUTH_MODE=token"
-                )
-            raise ClusterError(
-                f"cannot join the Ray cluster at {address} ({_first_line(error)}); "
-                + hint
-            ) from None
-        return cls(address, started=True, endpoint=endpoint)
-
-    def lost(self) -> bool:
-        """Whether the cluster's address has refused connections for a while."""
-        if self.endpoint is None:
-            return False
-        try:
-            socket.create_connection(self.endpoint, timeout=CONNECT_TIMEOUT).close()
-        except OSError:
-            now = time.monotonic()
-            if self._failing_since is None:
-                self._failing_since = now
-            return now - self._failing_since >= LOST_AFTER
-        self._failing_since = None
-        return False
-
-
-def _endpoint(address: str) -> tuple[str, int]:
-    """The (host, port) a Ray address connects to first."""
-    if address == "auto":
-        return _auto_endpoint()
-    client = address.startswith("ray://")
-    try:
-        parts = urlsplit(address if client else f"//{address}")
-        host, port = parts.hostname, parts.port
-    except ValueError:
-        host = port = None
-    if not host or "/" in address.removeprefix("ray://"):
-        raise ClusterError(
-            f"--ray-address {address!r} is not local, auto, HOST:PORT or "
-            "ray://HOST:PORT"
-        )
-    return host, port or _DEFAULT_PORTS["client" if client else "gcs"]
-
-
-def _auto_endpoint() -> tuple[str, int] | None:
-    """Where `ray.init(address="auto")` will connect, as Ray itself finds it."""
-    try:
-        from ray._private.services import canonicalize_bootstrap_address
-    except ImportError:  # another Ray layout: Ray finds it, unchecked
-        return None
-    try:
-        address = canonicalize_bootstrap_address("auto")
-    except ConnectionError as error:
-        raise ClusterError(
-            f"no Ray cluster found for --ray-address auto ({_first_line(error)}); "
-            "start one with `ray start --head`, or pass its HOST:PORT"
-        ) from None
-    return _endpoint(address) if address else None
-
-
-def _probe(address: str, endpoint) -> None:
-    if endpoint is None:
-        return
-    host, port = endpoint
-    try:
-        socket.create_connection((host, port), timeout=CONNECT_TIMEOUT).close()
-    except OSError as error:
-        if isinstance(error, socket.gaierror):
-            reason = f"unknown host {host}"
-        elif isinstance(error, TimeoutError):
-            reason = f"no answer within {CONNECT_TIMEOUT:g} s"
-        else:
-            reason = error.strerror or type(error).__name__
-        raise ClusterError(
-            f"cannot reach a Ray cluster at {address} ({reason}); check the "
-            "address, and that the cluster runs: `ray status` on its head node"
-        ) from None
-
-
-def _check_token(address: str, endpoint) -> None:
-    """Asks the cluster once, so that a refused token fails at once, in one line.
-
-    Joining a cluster of token authentication without its token would
-    otherwise retry for about 20 s, logging each refusal, and then report a
-    failed connection that does not say why.
-    """
-    try:
-        from ray._raylet import GcsClient
-        from ray.exceptions import AuthenticationError, RpcError
-    except ImportError:  # another Ray layout: ray.init will say what it can
-        return
-    from keras_nalu._startup import silenced_stderr
-
-    try:
-        with silenced_stderr():  # Ray logs the refusal in C++
-            GcsClient(address="{}:{}".format(*endpoint))
-    except AuthenticationError:
-        if _token_mode() == "token":
-            fix = (
-                "this driver's token is not the cluster's: set RAY_AUTH_TOKEN or "
-                "copy ~/.ray/auth_token from the head node"
-            )
-        else:
-            fix = (
-                "export RAY_AUTH_MODE=token, with the cluster's token in "
-                "RAY_AUTH_TOKEN or ~/.ray/auth_token (as on the head node)"
-            )
-        raise ClusterError(
-            f"the Ray cluster at {address} uses token authentication and refused "
-            f"this driver; {fix}"
-        ) from None
-    except RpcError as error:
-        raise ClusterError(
-            f"nothing at {address} answers as a Ray cluster ({_first_line(error)}); "
-            "check the address (the head node's GCS port, 6379 unless `ray start "
-            "--port` said otherwise) with `ray status` there"
-        ) from None
-    except Exception:  # noqa: BLE001 - a Ray without this client: ray.init decides
-        return
-
-
-def _token_mode() -> str:
-    return os.environ.get("RAY_AUTH_MODE", "").lower()
-
-
-def _gcs_endpoint(ray) -> tuple[str, int] | None:
-    """The GCS address of the Ray this process already joined, if it has one."""
-    try:
-        address = ray.get_runtime_context().gcs_address
-        return _endpoint(address)
-    except Exception:  # noqa: BLE001 - Ray Client, or no GCS address to watch
-        return None
 
 
 # --- failures -----------------------------------------------------------------
@@ -449,17 +269,17 @@ def _failure_message(
         resume = "start it again (`ray status` shows it) and rerun the same sweep"
     elif isinstance(error, ray.exceptions.RayTaskError):
         cause = error.cause if isinstance(error.cause, Exception) else error
-        failure = f"a chunk failed on the Ray cluster ({_first_line(cause)})"
+        failure = f"a chunk failed on the Ray cluster ({first_line(cause)})"
         if isinstance(cause, ImportError):
             failure += "; every node needs keras_nalu, Keras and the backend"
         resume = "mend that and rerun the same sweep"
     elif type(error).__name__ in ("WorkerCrashedError", "OutOfMemoryError"):
         failure = (
-            f"a chunk's worker died and Ray's retries ran out ({_first_line(error)})"
+            f"a chunk's worker died and Ray's retries ran out ({first_line(error)})"
         )
         resume = "rerun the same sweep (`ray status` shows the cluster's nodes)"
     else:
-        failure = f"lost the Ray cluster at {address} ({_first_line(error)})"
+        failure = f"lost the Ray cluster at {address} ({first_line(error)})"
         resume = "start it again (`ray status` shows it) and rerun the same sweep"
     kept = f"{written} rows of this sweep are kept in {results_path}"
     if not left:
@@ -469,12 +289,6 @@ def _failure_message(
     else:
         where = "from their start: no backup folder"
     return f"{failure}; {kept}, {left} chunks are left ({where}): {resume}."
-
-
-def _first_line(error: BaseException) -> str:
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    text = lines[0] if lines else ""
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 # --- the task -----------------------------------------------------------------
@@ -490,7 +304,7 @@ def _chunk_task(
     _check_versions(driver_versions)
     if backup_dir is None:
         return {"rows": train_chunk(chunk, progress=False), "resumed_from": 0}
-    folder = _BackupFolder(backup_dir)
+    folder = BackupFolder(backup_dir)
     with folder.local_copy(backup_name(chunk)) as (path, sync):
         resumed_from = _backup_step(path)
         rows = train_chunk(chunk, progress=sync, backup=path, backup_every=backup_every)
@@ -539,110 +353,7 @@ def _check_versions(driver_versions: dict[str, str]) -> None:
         )
 
 
-# --- the backup folder --------------------------------------------------------
-
-
-class _BackupFolder:
-    """A folder of chunk backups: a path every node mounts, or an fsspec URL."""
-
-    def __init__(self, location: str):
-        self.location = location
-        self.fs = None
-        if "://" in location:
-            import fsspec
-
-            self.fs, self.root = fsspec.core.url_to_fs(location)
-            self.root = self.root.rstrip("/")
-
-    @classmethod
-    def checked(cls, backup_dir) -> _BackupFolder:
-        """The folder as the driver checks it: created, and an absolute path."""
-        text = os.fspath(backup_dir) if isinstance(backup_dir, os.PathLike) else None
-        text = backup_dir if isinstance(backup_dir, str) else text
-        if not text:
-            raise ValueError(
-                "run_sweep expects backup_dir to be a folder or a URL. "
-                f"Received: backup_dir={backup_dir!r}"
-            )
-        if "://" not in text:
-            path = Path(text).expanduser().absolute()
-            try:
-                path.mkdir(parents=True, exist_ok=True)
-            except OSError as error:
-                raise ValueError(
-                    f"cannot create backup_dir {text!r} "
-                    f"({error.strerror or type(error).__name__}); pass a folder "
-                    "every node of the cluster can write to"
-                ) from None
-            return cls(str(path))
-        try:
-            import fsspec  # noqa: F401
-        except ImportError:
-            raise ValueError(
-                f"backup_dir {text!r} is a URL, which needs fsspec: pip install "
-                "fsspec and the file system's package (s3fs, gcsfs, ...)"
-            ) from None
-        try:
-            folder = cls(text)
-            folder.fs.makedirs(folder.root, exist_ok=True)
-        except Exception as error:  # noqa: BLE001 - any file system's refusal
-            raise ValueError(
-                f"cannot open backup_dir {text!r} ({_first_line(error)})"
-            ) from None
-        return folder
-
-    def names(self) -> list[str]:
-        if self.fs is None:
-            return sorted(p.name for p in Path(self.location).glob("c*.npz"))
-        return sorted(Path(path).name for path in self.fs.glob(f"{self.root}/c*.npz"))
-
-    def fetch(self, name: str, local: Path) -> bool:
-        remote = f"{self.root}/{name}"
-        if not self.fs.exists(remote):
-            return False
-        self.fs.get_file(remote, str(local))
-        return True
-
-    @contextlib.contextmanager
-    def local_copy(self, name: str):
-        """`(path, sync)`: the backup as a local file, and a progress callback.
-
-        A path folder is used in place (`sync` does nothing). For a URL, the
-        backup is fetched into a temporary folder, `sync` uploads it after
-        every backup `train_chunk` writes (it is called after each
-        evaluation block), and a chunk that finished deletes it.
-        """
-        if self.fs is None:
-            yield Path(self.location) / name, False
-            return
-        remote = f"{self.root}/{name}"
-        with tempfile.TemporaryDirectory() as copies:
-            local = Path(copies) / name
-            self.fetch(name, local)
-            uploaded = [_mtime(local)]
-
-            def sync(_steps):
-                stamp = _mtime(local)
-                if stamp is not None and stamp != uploaded[0]:
-                    # whole or not at all: a kill mid-upload leaves the last one
-                    self.fs.put_file(str(local), remote + ".partial")
-                    self.fs.mv(remote + ".partial", remote)
-                    uploaded[0] = stamp
-
-            yield local, sync
-        if self.fs.exists(remote):
-            self.fs.rm_file(remote)
-
-
-def _mtime(path: Path) -> int | None:
-    try:
-        return path.stat().st_mtime_ns
-    except FileNotFoundError:
-        return None
-
-
 __all__ = [
-    "ClusterError",
     "backed_up_chunks_in",
     "check_ray_arguments",
     "ray_options",

@@ -284,14 +284,19 @@ def sweep_within(
     Returns:
         True if every run is in the file, False if the deadline stopped it.
     """
-    from keras_nalu.sweeps.chunks import _keras_device, chunk_backup
-    from keras_nalu.sweeps.engines import engine_name, read_backup, recipe
+    from keras_nalu.sweeps.chunks import chunk_backup
+    from keras_nalu.sweeps.engines import (
+        device_name,
+        engine_name,
+        read_backup,
+        recipe,
+    )
     from keras_nalu.sweeps.results import config_id, read_results
     from keras_nalu.sweeps.runner import run_sweep
 
     check_positive_int("sweep_within", "chunk_size", chunk_size)
     path = Path(results_path)
-    device, engine = _keras_device(), engine_name()
+    device, engine = device_name(), engine_name()
     by_recipe: dict[tuple, list[ExperimentConfig]] = {}
     for config in configs:
         by_recipe.setdefault(recipe(config), []).append(config)

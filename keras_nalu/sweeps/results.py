@@ -23,8 +23,12 @@ from pathlib import Path
 import pandas as pd
 
 from keras_nalu._files import atomic_write
-from keras_nalu.experiments import ExperimentConfig
-from keras_nalu.models import get_preset
+from keras_nalu.experiments import (
+    LATER_FIELDS,
+    ExperimentConfig,
+    without_later_defaults,
+)
+from keras_nalu.presets import get_preset
 from keras_nalu.sweeps._rows import check_identity, row_lines
 
 CONFIG_FIELDS = tuple(field.name for field in dataclasses.fields(ExperimentConfig))
@@ -71,27 +75,6 @@ the final evaluation (empty cells)."""
 
 RESULT_COLUMNS = (*CONFIG_COLUMNS, *RECORD_FIELDS, "config_id")
 """Every column of a results file, in order."""
-
-LATER_FIELDS = {"epsilon": None, "task_name": "arithmetic"}
-"""Fields added after results files existed, with their defaults: at the
-default a field stays out of `config_id` (and out of a backup's identity),
-so older rows keep their ids, and a file without its column reads as the
-default."""
-
-
-def without_later_defaults(config: Mapping) -> dict:
-    """A config dict without the `LATER_FIELDS` that hold their default.
-
-    Example:
-
-    >>> without_later_defaults({"model": "nmu", "epsilon": None})
-    {'model': 'nmu'}
-    """
-    return {
-        key: value
-        for key, value in config.items()
-        if not (key in LATER_FIELDS and value == LATER_FIELDS[key])
-    }
 
 
 def config_id(config: ExperimentConfig) -> str:
@@ -261,7 +244,6 @@ def _remove_empty(folders: list[Path]) -> None:
 __all__ = [
     "CONFIG_COLUMNS",
     "CONFIG_FIELDS",
-    "LATER_FIELDS",
     "LATER_RECORD_FIELDS",
     "RECORD_FIELDS",
     "RESULT_COLUMNS",
@@ -270,6 +252,5 @@ __all__ = [
     "read_results",
     "record_row",
     "results_lock",
-    "without_later_defaults",
     "write_results",
 ]

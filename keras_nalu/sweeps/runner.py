@@ -21,11 +21,8 @@ up the chunk in training: running it again continues, so a long sweep fits
 into calls of a fixed length.
 
 The chunks themselves (`Chunk`, `plan_chunks`, `train_chunk`) live in
-`keras_nalu.sweeps.chunks`. Why about 600 lines: the backends (one process,
-several devices) and `run_sweep` share its callbacks for rows and
-progress. This module also re-exports the names of
-`chunks`, `grid` and `results`, its former contents, so that imports from
-`keras_nalu.sweeps.runner` keep working.
+`keras_nalu.sweeps.chunks`, their training here in `keras_nalu.sweeps.local`
+and on Ray in `keras_nalu.sweeps.cluster`.
 """
 
 from __future__ import annotations
@@ -48,33 +45,21 @@ from keras_nalu.sweeps.chunks import (
     backed_up_chunks,
     chunk_backup,
     plan_chunks,
-    train_chunk,
 )
 from keras_nalu.sweeps.cluster import (
     backed_up_chunks_in,
     check_ray_arguments,
-    ray_options,
     run_on_ray,
 )
-from keras_nalu.sweeps.grid import (
-    MAX_SEEDS,
-    grid_configs,
-    load_grid_file,
-    normalize_grid,
-    parse_grid,
-    parse_seeds,
-)
+from keras_nalu.sweeps.engines import TimeLimitReached, engine_class, engine_name
+from keras_nalu.sweeps.grid import grid_configs, normalize_grid, parse_seeds
+from keras_nalu.sweeps.local import train_locally
 from keras_nalu.sweeps.results import (
-    CONFIG_COLUMNS,
     CONFIG_FIELDS,
-    LATER_FIELDS,
-    LATER_RECORD_FIELDS,
-    RECORD_FIELDS,
     RESULT_COLUMNS,
     check_results_path,
     config_id,
     read_results,
-    record_row,
     results_lock,
     write_results,
 )
@@ -82,215 +67,7 @@ from keras_nalu.sweeps.results import (
 
 def _engine_batches() -> bool:
     """Whether the Keras backend's engine trains runs of different tasks together."""
-    from keras_nalu.sweeps.engines import engine_class
-
     return engine_class().supports_batched
-
-
-def _local_devices() -> list:
-    """The accelerators chunks can train on side by side (JAX engine), or []."""
-    import keras
-
-    if keras.backend.backend() != "jax":
-        return []
-    import jax
-
-    devices = jax.devices()
-    return devices if len(devices) > 1 else []
-
-
-def _local_backend(
-    chunks,
-    on_rows,
-    on_steps,
-    backup_of=None,
-    backup_every=600.0,
-    deadline=None,
-    chunks_per_device=1,
-    chunk_seconds=None,
-):
-    import keras
-
-    from keras_nalu.sweeps.engines import stop_at_interrupt
-
-    with contextlib.ExitStack() as stack:
-        # Ctrl-C: every chunk in training backs up at its next evaluation,
-        # then KeyboardInterrupt.
-        stack.enter_context(stop_at_interrupt())
-        if keras.backend.backend() == "tensorflow":
-            import tensorflow as tf
-
-            # Every chunk traces its own training function; TF's retracing
-            # warning about that says nothing useful here.
-            logger = tf.get_logger()
-            stack.callback(logger.setLevel, logger.level)
-            logger.setLevel("ERROR")
-        devices = _local_devices()
-        if chunks_per_device > 1 and keras.backend.backend() == "jax":
-            import jax
-
-            devices = (devices or jax.devices()[:1]) * chunks_per_device
-        if devices and len(chunks) > 1:
-            _train_on_devices(
-                chunks,
-                devices,
-                on_rows,
-                on_steps,
-                backup_of,
-                backup_every,
-                deadline,
-                chunk_seconds,
-            )
-        else:
-            _train_chunks(
-                chunks,
-                on_rows,
-                on_steps,
-                backup_of,
-                backup_every,
-                deadline,
-                chunk_seconds,
-            )
-
-
-def _out_of_time(deadline) -> bool:
-    return deadline is not None and time.monotonic() >= deadline
-
-
-def _train_one_chunk(chunk, on_steps, backup_of, backup_every, deadline=None):
-    reported = 0
-
-    def progress(steps):
-        nonlocal reported
-        done = steps * chunk.replicas
-        reported += done
-        on_steps(done)
-
-    rows = train_chunk(
-        chunk,
-        progress=progress,
-        backup=None if backup_of is None else backup_of(chunk),
-        backup_every=backup_every,
-        deadline=deadline,
-    )
-    on_steps(max(chunk.steps - reported, 0))
-    return rows
-
-
-def _fits(chunk, deadline, chunk_seconds) -> bool:
-    """Whether `chunk` is predicted to finish by `deadline` (True if unknown)."""
-    if deadline is None or chunk_seconds is None:
-        return True
-    return time.monotonic() + chunk_seconds(chunk) <= deadline
-
-
-def _train_chunks(
-    chunks,
-    on_rows,
-    on_steps,
-    backup_of=None,
-    backup_every=600.0,
-    deadline=None,
-    chunk_seconds=None,
-):
-    from keras_nalu.sweeps.engines import TimeLimitReached
-
-    for index, chunk in enumerate(chunks):
-        if not _fits(chunk, deadline, chunk_seconds):
-            raise TimeLimitReached(
-                f"the sweep stopped before a chunk that would not finish by its "
-                f"time limit, with {len(chunks) - index} chunks left"
-            )
-        on_rows(_train_one_chunk(chunk, on_steps, backup_of, backup_every, deadline))
-        if index + 1 < len(chunks) and _out_of_time(deadline):
-            raise TimeLimitReached(
-                f"the sweep stopped at its time limit with {len(chunks) - index - 1} "
-                "chunks left"
-            )
-
-
-def _train_on_devices(
-    chunks,
-    devices,
-    on_rows,
-    on_steps,
-    backup_of,
-    backup_every,
-    deadline=None,
-    chunk_seconds=None,
-):
-    """One chunk per device at a time, each in a thread pinned to its device.
-
-    JAX runs the threads' computations side by side; only this thread writes
-    the results (`on_rows`). A device listed twice trains two chunks at a
-    time. Past `deadline`, no thread starts another chunk, and the chunks in
-    training stop after their backups; the finished chunks' rows are written
-    first, then `TimeLimitReached` is raised.
-    """
-    import queue
-    import threading
-
-    import jax
-
-    from keras_nalu.sweeps.engines import TimeLimitReached
-
-    todo = queue.SimpleQueue()
-    for chunk in chunks:
-        todo.put(chunk)
-    done = queue.SimpleQueue()
-    lock = threading.Lock()
-    finished = object()  # a worker's last message
-
-    def locked_steps(steps):
-        with lock:
-            on_steps(steps)
-
-    def worker(device):
-        trained = 0
-        try:
-            with jax.default_device(device):
-                while not (trained and _out_of_time(deadline)):
-                    try:
-                        chunk = todo.get_nowait()
-                    except queue.Empty:
-                        return
-                    if not _fits(chunk, deadline, chunk_seconds):
-                        todo.put(chunk)  # left for the next sweep
-                        return
-                    done.put(
-                        _train_one_chunk(
-                            chunk, locked_steps, backup_of, backup_every, deadline
-                        )
-                    )
-                    trained += 1
-        except BaseException as error:  # handed to the main thread
-            done.put(error)
-        finally:
-            done.put(finished)
-
-    threads = [
-        threading.Thread(target=worker, args=(device,), daemon=True)
-        for device in devices[: len(chunks)]
-    ]
-    for thread in threads:
-        thread.start()
-    running, stopped = len(threads), None
-    while running:
-        outcome = done.get()
-        if outcome is finished:
-            running -= 1
-        elif isinstance(outcome, TimeLimitReached | KeyboardInterrupt):
-            stopped = stopped or outcome  # the others stop at their next backup
-        elif isinstance(outcome, BaseException):
-            raise outcome
-        else:
-            on_rows(outcome)
-    for thread in threads:
-        thread.join()
-    if stopped is None and not todo.empty():
-        stopped = TimeLimitReached("the sweep stopped at its time limit")
-    if stopped is not None:
-        raise stopped
 
 
 @dataclasses.dataclass
@@ -470,14 +247,12 @@ def run_sweep(
             if bar is not None:
                 bar.update(steps)
 
-        from keras_nalu.sweeps.engines import TimeLimitReached
-
         try:
             if chunks and ray_address is None:
                 backup_of = None
                 if backup_every is not None:
                     backup_of = functools.partial(chunk_backup, path)
-                _local_backend(
+                train_locally(
                     chunks,
                     on_rows,
                     on_steps,
@@ -583,8 +358,6 @@ def _resumable_chunks(
 
     They lie beside `path`, or in a Ray sweep's `backup_dir`.
     """
-    from keras_nalu.sweeps.engines import engine_name
-
     engine = engine_name()
     chunks = []
     backups = (
@@ -618,7 +391,8 @@ def _group_keys(configs: Sequence[ExperimentConfig]) -> tuple[str, ...]:
 
 def summary_markdown(outcome: SweepOutcome) -> str:
     """The paper-style Markdown table of a sweep's rows (`summary.summarize`)."""
-    from keras_nalu.sweeps.summary import load_results, summarize, to_markdown
+    from keras_nalu.sweeps.summary import load_results, summarize
+    from keras_nalu.sweeps.tables import to_markdown
 
     results = load_results(outcome.path)
     keep = results["config_id"].astype(str).isin(set(outcome.results["config_id"]))
@@ -633,29 +407,4 @@ def summary_markdown(outcome: SweepOutcome) -> str:
     return to_markdown(summarize(results, by=by))
 
 
-__all__ = [
-    "CONFIG_COLUMNS",
-    "CONFIG_FIELDS",
-    "LATER_FIELDS",
-    "LATER_RECORD_FIELDS",
-    "MAX_SEEDS",
-    "RECORD_FIELDS",
-    "RESULT_COLUMNS",
-    "Chunk",
-    "SweepOutcome",
-    "backed_up_chunks",
-    "config_id",
-    "grid_configs",
-    "load_grid_file",
-    "normalize_grid",
-    "parse_grid",
-    "parse_seeds",
-    "plan_chunks",
-    "plan_sweep",
-    "ray_options",
-    "read_results",
-    "record_row",
-    "run_sweep",
-    "summary_markdown",
-    "train_chunk",
-]
+__all__ = ["SweepOutcome", "plan_sweep", "run_sweep", "summary_markdown"]

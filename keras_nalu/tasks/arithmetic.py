@@ -1,8 +1,7 @@
 """The arithmetic task: an operation on sums of contiguous subsets of the input.
 
-Why one module of about 690 lines: it is one task, the subset-sum base that
-the recurrent task shares (its checks, subsets, targets and data streams)
-and its static form `ArithmeticTask`.
+The subset-sum base that the recurrent task shares (its checks, subsets,
+targets and data streams) and its static form `ArithmeticTask`.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import pytest
 
 from keras_nalu import cli
 from keras_nalu.experiments import ExperimentConfig
-from keras_nalu.sweeps.replicas import ReplicaRun
+from keras_nalu.sweeps.engines import replica_run
 from tests.helpers import load_backup_state, save_backup_state
 
 
@@ -24,7 +24,7 @@ def backup(tmp_path_factory):
     config = ExperimentConfig(
         model="nau", input_size=10, iterations=200, eval_every=100
     )
-    run = ReplicaRun(config, seeds=[0, 1])
+    run = replica_run(config, seeds=[0, 1])
     path = tmp_path_factory.mktemp("progress") / "chunk.npz"
     with pytest.raises(KeyboardInterrupt):  # stopped after its first block
 

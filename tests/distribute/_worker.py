@@ -79,7 +79,7 @@ def make_model(config, strategy=None, regularizers_outside_scope=False):
 
     from keras_nalu.callbacks import RegularizationSchedule
     from keras_nalu.layers import NAU, NMU
-    from keras_nalu.models import build_model
+    from keras_nalu.presets import build_model
     from keras_nalu.regularizers import Sparsity
 
     optimizer, learning_rate, steps_per_execution = (

@@ -78,7 +78,11 @@ def test_nan_is_diverged_never_success():
 
 def _nau_nmu(task, perturbation=0.0):
     model = keras.Sequential(
-        [keras.Input((task.input_size,)), keras_nalu.NAU(2), keras_nalu.NMU(1)]
+        [
+            keras.Input((task.input_size,)),
+            keras_nalu.layers.NAU(2),
+            keras_nalu.layers.NMU(1),
+        ]
     )
     kernel = nearly_perfect_kernel(task, 0.0) + perturbation
     model.layers[0].kernel.assign(kernel.astype("float32"))
@@ -107,7 +111,7 @@ def test_exact_model_succeeds_at_first_evaluation_perturbed_fails(perturbation, 
 
 def test_nan_loss_stops_training_and_is_recorded_diverged():
     x = np.ones((64, 2), "float32")
-    model = keras.Sequential([keras.Input((2,)), keras_nalu.NAU(1)])
+    model = keras.Sequential([keras.Input((2,)), keras_nalu.layers.NAU(1)])
     model.compile(keras.optimizers.SGD(1.0), "mse")
     judge = SuccessCriterion((x, x[:, :1]), (x, x[:, :1]), 1.0, eval_every=100)
     target = np.full((64, 1), np.nan, "float32")
@@ -120,7 +124,9 @@ def test_nan_loss_stops_training_and_is_recorded_diverged():
 
 def test_logs_carry_the_figures():
     task = ArithmeticTask(operation="add", input_size=10, seed=0)
-    model = keras.Sequential([keras.Input((10,)), keras_nalu.NAU(2), keras_nalu.NAU(1)])
+    model = keras.Sequential(
+        [keras.Input((10,)), keras_nalu.layers.NAU(2), keras_nalu.layers.NAU(1)]
+    )
     model.compile("adam", "mse")
     judge = SuccessCriterion(task.validation_data(), task.test_data(), 1e-5, 2)
     history = model.fit(
@@ -131,7 +137,9 @@ def test_logs_carry_the_figures():
 
 
 def test_sparsity_error_of_hand_set_weights():
-    model = keras.Sequential([keras.Input((3,)), keras_nalu.NAU(2), keras_nalu.NMU(1)])
+    model = keras.Sequential(
+        [keras.Input((3,)), keras_nalu.layers.NAU(2), keras_nalu.layers.NMU(1)]
+    )
     model.layers[0].kernel.assign([[1, 0], [-1, 0], [0, 1]])
     model.layers[1].kernel.assign([[1], [0]])
     assert sparsity_error(model) == 0.0

@@ -5,7 +5,8 @@ import keras
 import numpy as np
 import pytest
 
-from keras_nalu.callbacks import find_scheduled_regularizers, iter_layers
+from keras_nalu.callbacks import find_scheduled_regularizers
+from keras_nalu.keras_utils import iter_layers
 from keras_nalu.layers import NAU, NMU, ArithmeticCell, GatedNAUNMU, iNALU
 from tests.backend import requires_tensorflow, to_numpy
 from tests.layers.contract import (

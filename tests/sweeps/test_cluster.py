@@ -32,10 +32,11 @@ import keras_nalu  # noqa: E402
 from keras_nalu.experiments import ExperimentConfig  # noqa: E402
 from keras_nalu.sweeps import cluster  # noqa: E402
 from keras_nalu.sweeps.chunks import Chunk, backup_name, train_chunk  # noqa: E402
-from keras_nalu.sweeps.cluster import ClusterError, ray_options  # noqa: E402
-from keras_nalu.sweeps.engines import TimeLimitReached  # noqa: E402
-from keras_nalu.sweeps.replicas import read_backup  # noqa: E402
-from keras_nalu.sweeps.runner import read_results, run_sweep  # noqa: E402
+from keras_nalu.sweeps.cluster import ray_options  # noqa: E402
+from keras_nalu.sweeps.engines import TimeLimitReached, read_backup  # noqa: E402
+from keras_nalu.sweeps.ray_connection import ClusterError  # noqa: E402
+from keras_nalu.sweeps.results import read_results  # noqa: E402
+from keras_nalu.sweeps.runner import run_sweep  # noqa: E402
 
 TIMING = ["wall_time", "iterations_per_second"]
 TINY = {

@@ -11,20 +11,20 @@ import pytest
 SCRIPT = r"""
 import json, sys
 import jax, jax.numpy as jnp
-from keras_nalu.sweeps import runner
+from keras_nalu.sweeps import local, runner
 
 seen = []
-real = runner.train_chunk
+real = local.train_chunk
 
 def spy(chunk, *args, **kwargs):
     seen.append(str(jnp.zeros(()).devices().pop()))
     return real(chunk, *args, **kwargs)
 
-runner.train_chunk = spy
+local.train_chunk = spy
 grid = {"model": ["nau", "nmu"], "input_size": [10], "iterations": [200],
         "eval_every": [100]}
 together = runner.run_sweep(grid, "0-1", sys.argv[1] + "/a.csv", progress=False)
-runner._local_devices = lambda: []
+local._local_devices = lambda: []
 apart = runner.run_sweep(grid, "0-1", sys.argv[1] + "/b.csv", progress=False)
 key = ["config_id", "seed"]
 a = together.results.sort_values(key)["extrapolation_mse"].tolist()

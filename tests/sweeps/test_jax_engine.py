@@ -12,14 +12,16 @@ import pytest
 
 from keras_nalu.evaluation import sparsity_error
 from keras_nalu.experiments import ExperimentConfig
-from keras_nalu.models import build_model
-from keras_nalu.sweeps.engines import base as engine_base
-from keras_nalu.sweeps.replicas import (
-    ReplicaRun,
+from keras_nalu.presets import build_model
+from keras_nalu.sweeps.engines import (
+    batched_run,
     read_backup,
+    replica_run,
     train_batched,
     train_replicas,
 )
+from keras_nalu.sweeps.engines.jax import JaxReplicaRun
+from keras_nalu.sweeps.engines.setup import build_replica
 from tests.helpers import (
     assert_resumed_records,
     assert_set_weights_starts_one_replica,
@@ -76,17 +78,17 @@ def _assert_same_weights(run_a, r_a, run_b, r_b):
 
 
 def test_the_jax_backend_gets_the_jax_engine():
-    run = ReplicaRun(_config(iterations=10, eval_every=10), [0])
+    run = replica_run(_config(iterations=10, eval_every=10), [0])
     assert type(run).__name__ == "JaxReplicaRun" and run.engine == "jax"
 
 
 def test_each_replica_equals_its_run_alone():
     config = _config(sparsity_start=100, sparsity_end=400)
-    together = ReplicaRun(config, [0, 5, 9])
+    together = replica_run(config, [0, 5, 9])
     together.train(progress=False)
-    assert together._regularizers, "the preset must have a scheduled regularizer"
+    assert together.setup.regularizers, "the preset must have a scheduled regularizer"
     for r, seed in enumerate([0, 5, 9]):
-        alone = ReplicaRun(config, [seed])
+        alone = replica_run(config, [seed])
         alone.train(progress=False)
         _assert_same_weights(together, r, alone, 0)
         _assert_same_records([together.results()[r]], alone.results())
@@ -105,13 +107,13 @@ def test_runs_of_different_tasks_train_together_as_they_train_alone():
             extrapolation_range="U[-6,-2] ∪ U[2,6]",
         ),
     ]
-    batched = ReplicaRun.batched(configs)
+    batched = batched_run(configs)
     x, t = batched.training_batch(3)
     assert x.shape == (3, 128, 10) and t.shape == (3, 128, 1)
     assert bool(jnp.all(jnp.abs(x[2]) >= 1.0)), "the union's gap is never drawn"
     records = train_batched(configs, progress=False)
     for r, config in enumerate(configs):
-        alone = ReplicaRun(config, [config.seed])
+        alone = replica_run(config, [config.seed])
         alone_x, alone_t = alone.training_batch(3)
         np.testing.assert_array_equal(x[r], alone_x[0])
         np.testing.assert_array_equal(t[r], alone_t[0])
@@ -122,12 +124,12 @@ def test_runs_of_different_tasks_train_together_as_they_train_alone():
 
 def test_batched_runs_must_share_their_recipe():
     with pytest.raises(ValueError, match=r"differ in \['hidden_size'\]"):
-        ReplicaRun.batched([_config(), _config(hidden_size=3, seed=1)])
+        batched_run([_config(), _config(hidden_size=3, seed=1)])
 
 
 def test_targets_are_each_tasks_own():
     config = _config(operation="sub", input_size=20)
-    run = ReplicaRun(config, [3, 4])
+    run = replica_run(config, [3, 4])
     x, t = run.training_batch(0)
     for r in range(2):
         expected = run.tasks[r].target(np.asarray(x[r]))
@@ -139,7 +141,7 @@ def test_targets_are_each_tasks_own():
 )
 def test_evaluations_equal_the_models_own(model):
     config = _config(model=model, iterations=200, eval_every=100)
-    run = ReplicaRun(config, [0, 1])
+    run = replica_run(config, [0, 1])
     run.train(progress=False)
     for r in range(2):
         model_r = run.model_for(r)
@@ -151,7 +153,7 @@ def test_evaluations_equal_the_models_own(model):
         assert last[3] == pytest.approx(sparsity_error(model_r), abs=1e-6)
 
 
-class _FaultyRun(ReplicaRun):
+class _FaultyRun(JaxReplicaRun):
     """Puts NaN into replica 1's inputs at step 300."""
 
     def training_batch(self, step):
@@ -178,7 +180,7 @@ def _kill_after(steps):
 
 def test_a_diverged_replica_leaves_the_others_untouched():
     config = _config()
-    clean = ReplicaRun(config, [0, 1, 2])
+    clean = replica_run(config, [0, 1, 2])
     clean.train(progress=False)
     faulty = _FaultyRun(config, [0, 1, 2])
     faulty.train(progress=False)
@@ -223,16 +225,16 @@ def test_a_backup_of_a_batched_run_resumes_and_reads(tmp_path):
     configs = [_config(seed=0), _config(operation="add", seed=0)]
     backup = tmp_path / "run.npz"
     with pytest.raises(_Killed):
-        ReplicaRun.batched(configs).train(
+        batched_run(configs).train(
             progress=_kill_after(200), backup=backup, backup_every=0
         )
     assert [r["operation"] for r in read_backup(backup)] == ["mul", "add"]
     records = train_batched(configs, progress=False, backup=backup)
     assert not backup.exists()
     assert_resumed_records(records, train_batched(configs, progress=False), 200, TIMING)
-    ReplicaRun(configs[0], [0]).save_backup(backup)  # one config, one seed
+    replica_run(configs[0], [0]).save_backup(backup)  # one config, one seed
     with pytest.raises(ValueError, match="not a backup of this run"):
-        ReplicaRun.batched(configs).restore_backup(backup)
+        batched_run(configs).restore_backup(backup)
 
 
 def test_a_tensorflow_backup_is_refused_naming_the_backend_that_continues_it(
@@ -240,7 +242,7 @@ def test_a_tensorflow_backup_is_refused_naming_the_backend_that_continues_it(
 ):
     config = _config(iterations=100, eval_every=100)
     backup = tmp_path / "run.npz"
-    run = ReplicaRun(config, [0, 1])
+    run = replica_run(config, [0, 1])
     run.save_backup(backup)
     # Rewrite it as the TensorFlow engine writes its backups (no engine key).
     state, arrays = load_backup_state(backup)
@@ -248,7 +250,7 @@ def test_a_tensorflow_backup_is_refused_naming_the_backend_that_continues_it(
     save_backup_state(backup, state, arrays)
     content = backup.read_bytes()
     with pytest.raises(ValueError) as refusal:
-        ReplicaRun(config, [0, 1]).restore_backup(backup)
+        replica_run(config, [0, 1]).restore_backup(backup)
     message = str(refusal.value)
     assert "is a backup of the tensorflow engine" in message
     assert "continue it with KERAS_BACKEND=tensorflow" in message
@@ -262,7 +264,7 @@ def test_the_schedule_acts_at_its_steps():
         config, sparsity=10.0, sparsity_start=0, sparsity_end=100
     )
     off = dataclasses.replace(config, sparsity=0.0, sparsity_start=0, sparsity_end=100)
-    runs = [ReplicaRun(c, [0]) for c in (ramped, off)]
+    runs = [replica_run(c, [0]) for c in (ramped, off)]
     for run in runs:
         run.train(progress=False)
     assert runs[0]._strengths(50, 51)[0, 0] == pytest.approx(5.0)
@@ -286,12 +288,12 @@ def test_a_replica_trains_as_model_fit_on_the_same_batches(steps_per_execution):
         learning_rate=0.01,
         steps_per_execution=steps_per_execution,
     )
-    run = ReplicaRun(config, [7])
+    run = replica_run(config, [7])
     batches = [run.training_batch(step) for step in range(steps)]
     run.train(progress=False)
     x = np.concatenate([np.asarray(b[0][0]) for b in batches])
     t = np.concatenate([np.asarray(b[1][0]) for b in batches])
-    model, callbacks = engine_base.build_replica(dataclasses.replace(config, seed=7))
+    model, callbacks = build_replica(dataclasses.replace(config, seed=7))
     model.fit(
         x, t, batch_size=128, epochs=1, shuffle=False, callbacks=callbacks, verbose=0
     )
@@ -304,9 +306,9 @@ def test_bad_engine_requests_are_one_line():
     with pytest.raises(ValueError, match="needs KERAS_BACKEND=tensorflow"):
         train_replicas(config, [0], engine="tensorflow", progress=False)
     with pytest.raises(ValueError, match="one of"):
-        ReplicaRun(config, [0], engine="pytorch")
+        replica_run(config, [0], engine="pytorch")
     with pytest.raises(ValueError, match="cannot vectorize preset 'inalu'"):
-        ReplicaRun(dataclasses.replace(config, model="inalu"), [0])
+        replica_run(dataclasses.replace(config, model="inalu"), [0])
 
 
 def test_the_record_names_engine_and_device():
@@ -316,7 +318,7 @@ def test_the_record_names_engine_and_device():
 
 def test_build_model_and_replica_agree_on_initial_weights():
     config = _config(seed=3)
-    run = ReplicaRun(config, [3])
+    run = replica_run(config, [3])
     keras.utils.set_random_seed(3)
     model, _ = build_model("nmu", input_size=10)
     for a, b in zip(run.weights(0), model.get_weights()):
@@ -413,20 +415,20 @@ def test_ray_chunks_share_a_gpu_by_gpus_per_chunk(tmp_path, monkeypatch):
 @pytest.mark.parametrize("option", ["clipnorm", "global_clipnorm"])
 def test_norm_clipping_is_each_replicas_own(option, monkeypatch):
     """A replica clipped by its own norm trains as `model.fit` does."""
-    from keras_nalu import models
+    from keras_nalu import presets
 
-    preset = models.Preset("clipped", ("nau", "nmu"), optimizer_options={option: 0.05})
-    monkeypatch.setitem(models.PRESETS, "clipped", preset)
+    preset = presets.Preset("clipped", ("nau", "nmu"), optimizer_options={option: 0.05})
+    monkeypatch.setitem(presets.PRESETS, "clipped", preset)
     steps = 40
     config = _config(
         model="clipped", iterations=steps, eval_every=steps, learning_rate=0.05
     )
-    run = ReplicaRun(config, [7, 8])
+    run = replica_run(config, [7, 8])
     batches = [run.training_batch(step) for step in range(steps)]
     run.train(progress=False)
     x = np.concatenate([np.asarray(b[0][1]) for b in batches])
     t = np.concatenate([np.asarray(b[1][1]) for b in batches])
-    model, _ = engine_base.build_replica(dataclasses.replace(config, seed=8))
+    model, _ = build_replica(dataclasses.replace(config, seed=8))
     model.fit(x, t, batch_size=128, epochs=1, shuffle=False, verbose=0)
     for a, b in zip(run.weights(1), model.get_weights()):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
@@ -463,45 +465,45 @@ def _single_module_config(model, **changes):
 
 @pytest.mark.parametrize("model", list(_SINGLE_MODULE))
 def test_single_module_presets_train_as_model_fit(model, monkeypatch):
-    from keras_nalu import models
+    from keras_nalu import presets
 
-    preset = models.PRESETS[model]
+    preset = presets.PRESETS[model]
     if preset.l1 is not None:  # β grows within the test's 40 steps
         l1 = {**preset.l1, "growth_every": 10}
-        monkeypatch.setitem(models.PRESETS, model, dataclasses.replace(preset, l1=l1))
+        monkeypatch.setitem(presets.PRESETS, model, dataclasses.replace(preset, l1=l1))
     config = _single_module_config(model)
-    run = ReplicaRun(config, [3, 8])
+    run = replica_run(config, [3, 8])
     batches = [run.training_batch(step) for step in range(config.iterations)]
     run.train(progress=False)
     x = np.concatenate([np.asarray(b[0][1]) for b in batches])
     t = np.concatenate([np.asarray(b[1][1]) for b in batches])
-    replica, callbacks = engine_base.build_replica(dataclasses.replace(config, seed=8))
+    replica, callbacks = build_replica(dataclasses.replace(config, seed=8))
     replica.fit(
         x, t, batch_size=128, epochs=1, shuffle=False, callbacks=callbacks, verbose=0
     )
     for a, b in zip(run.weights(1), replica.get_weights()):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     if preset.l1 is not None:
-        l1 = [r for r in run._regularizers if type(r).__name__ == "L1"]
-        assert run._strengths(25, 26)[0, run._regularizers.index(l1[0])] == (
+        l1 = [r for r in run.setup.regularizers if type(r).__name__ == "L1"]
+        assert run._strengths(25, 26)[0, run.setup.regularizers.index(l1[0])] == (
             pytest.approx(preset.l1["initial_strength"] * 100)
         )
 
 
 def test_snmu_replicas_draw_their_own_noise():
     config = _single_module_config("single_snmu", iterations=60, eval_every=30)
-    together = ReplicaRun(config, [0, 5])
-    assert together._state_variables, "the sNMU's noise seed is model state"
+    together = replica_run(config, [0, 5])
+    assert together.setup.state_variables, "the sNMU's noise seed is model state"
     together.train(progress=False)
     state = together.stacked_state()
     assert not np.array_equal(state[0][0], state[0][1])
     for r, seed in enumerate([0, 5]):
-        alone = ReplicaRun(config, [seed])
+        alone = replica_run(config, [seed])
         alone.train(progress=False)
         _assert_same_weights(together, r, alone, 0)
         _assert_same_records([together.results()[r]], alone.results())
     # The noise mattered: the plain NMU's weights differ after the same steps.
-    plain = ReplicaRun(dataclasses.replace(config, model="single_nmu"), [0])
+    plain = replica_run(dataclasses.replace(config, model="single_nmu"), [0])
     plain.train(progress=False)
     difference = max(
         np.abs(a - b).max() for a, b in zip(together.weights(0), plain.weights(0))

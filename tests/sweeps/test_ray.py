@@ -4,7 +4,8 @@ import pandas as pd
 import pytest
 import ray
 
-from keras_nalu.sweeps.runner import read_results, run_sweep
+from keras_nalu.sweeps.results import read_results
+from keras_nalu.sweeps.runner import run_sweep
 
 GRID = {
     "model": ["nau", "nmu"],

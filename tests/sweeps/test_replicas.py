@@ -10,7 +10,13 @@ import tensorflow as tf
 
 from keras_nalu import cli
 from keras_nalu.experiments import ExperimentConfig, run_experiment
-from keras_nalu.sweeps.replicas import ReplicaRun, read_backup, train_replicas
+from keras_nalu.sweeps.engines import (
+    batched_run,
+    read_backup,
+    replica_run,
+    train_replicas,
+)
+from keras_nalu.sweeps.engines.tensorflow import TensorFlowReplicaRun
 from tests.helpers import (
     as_format_1,
     assert_resumed_records,
@@ -48,7 +54,7 @@ def test_batches_are_the_single_runs_streams():
         eval_every=10,
     )
     seeds = [4, 11, 250]
-    run = ReplicaRun(config, seeds)
+    run = replica_run(config, seeds)
     assert len({task.subsets for task in run.tasks}) == 3  # three offsets
     for r, seed in enumerate(seeds):
         stream = iter(dataclasses.replace(config, seed=seed).task().train_dataset())
@@ -81,11 +87,11 @@ def test_each_replica_equals_its_single_run(
         sparsity_start=500,
         sparsity_end=1_500,
     )
-    run = ReplicaRun(config, seeds)
+    run = replica_run(config, seeds)
     run.train(progress=False)
     records = run.results()
     singles = _single_runs(config, seeds)
-    assert run._regularizers, "the preset must have a scheduled regularizer"
+    assert run.setup.regularizers, "the preset must have a scheduled regularizer"
     for r, seed in enumerate(seeds):
         weights, single = singles[seed]
         record = records[r]
@@ -138,7 +144,7 @@ def test_stop_on_success_stops_each_replica_at_its_own_step():
     assert [record["iterations"] for record in records] == [1_000, 250]
 
 
-class _FaultyRun(ReplicaRun):
+class _FaultyRun(TensorFlowReplicaRun):
     """Puts NaN into replica 1's inputs at step 300."""
 
     def training_batch(self, step):
@@ -154,7 +160,7 @@ def test_a_diverged_replica_leaves_the_others_untouched():
         model="nmu", operation="mul", input_size=10, iterations=600, eval_every=200
     )
     seeds = [0, 1, 2]
-    clean = ReplicaRun(config, seeds)
+    clean = replica_run(config, seeds)
     clean.train(progress=False)
     faulty = _FaultyRun(config, seeds)
     faulty.train(progress=False)
@@ -181,19 +187,19 @@ def test_a_diverged_replica_leaves_the_others_untouched():
 )
 def test_bad_seeds_are_refused(seeds, message):
     with pytest.raises(ValueError, match=message):
-        ReplicaRun(ExperimentConfig(input_size=10, iterations=10), seeds)
+        replica_run(ExperimentConfig(input_size=10, iterations=10), seeds)
 
 
 def test_presets_with_per_model_callbacks_are_refused():
     with pytest.raises(ValueError, match="inalu"):
-        ReplicaRun(ExperimentConfig(model="inalu", input_size=10), [0, 1])
+        replica_run(ExperimentConfig(model="inalu", input_size=10), [0, 1])
 
 
 def test_replicas_train_with_the_configured_epsilon():
     config = ExperimentConfig(model="nmu", input_size=10, iterations=10, epsilon=1e-8)
-    assert ReplicaRun(config, [0, 1]).optimizer.epsilon == pytest.approx(1e-8)
+    assert replica_run(config, [0, 1]).optimizer.epsilon == pytest.approx(1e-8)
     default = dataclasses.replace(config, epsilon=None)
-    assert ReplicaRun(default, [0, 1]).optimizer.epsilon == pytest.approx(1e-7)
+    assert replica_run(default, [0, 1]).optimizer.epsilon == pytest.approx(1e-7)
 
 
 class _Killed(Exception):
@@ -268,7 +274,7 @@ def test_train_replicas_resumes_from_a_backup_and_then_deletes_it(tmp_path):
     )
     backup = tmp_path / "run.npz"
     with pytest.raises(_Killed):
-        ReplicaRun(config, [3, 4]).train(
+        replica_run(config, [3, 4]).train(
             progress=_kill_after(100), backup=backup, backup_every=0
         )
     assert backup.exists()
@@ -320,7 +326,7 @@ def test_a_run_without_history_gives_the_same_verdicts(tmp_path):
     whole.train(progress=False)
     lean = _FaultyRun(config, [0, 1, 2], history=False)
     lean.train(progress=False)
-    assert lean._history is None
+    assert lean.verdicts.history is None
     assert [r["history"] for r in lean.results()] == [None] * 3
     assert _without_timing(lean.results(), ["history"]) == _without_timing(
         whole.results(), ["history"]
@@ -328,7 +334,7 @@ def test_a_run_without_history_gives_the_same_verdicts(tmp_path):
     records = train_replicas(config, [0, 1], progress=False, history=False)
     assert [r["history"] for r in records] == [None, None]
     with pytest.raises(ValueError, match="history=1"):
-        ReplicaRun(config, [0], history=1)
+        replica_run(config, [0], history=1)
 
 
 def test_a_backup_does_not_grow_with_the_evaluations(tmp_path):
@@ -344,7 +350,7 @@ def test_a_backup_does_not_grow_with_the_evaluations(tmp_path):
     sizes = {}
     for steps in (100, 1000):
         with pytest.raises(_Killed):
-            ReplicaRun(config, [0, 1, 2]).train(
+            replica_run(config, [0, 1, 2]).train(
                 progress=_kill_after(steps),
                 backup=tmp_path / f"{steps}.npz",
                 backup_every=0,
@@ -360,11 +366,11 @@ def test_a_backup_of_another_run_is_refused(tmp_path):
         model="nau", input_size=10, iterations=100, eval_every=100
     )
     backup = tmp_path / "run.npz"
-    ReplicaRun(config, [0, 1]).save_backup(backup)
+    replica_run(config, [0, 1]).save_backup(backup)
     content = backup.read_bytes()
     others = [
-        ReplicaRun(config, [0, 2]),
-        ReplicaRun(dataclasses.replace(config, learning_rate=0.01), [0, 1]),
+        replica_run(config, [0, 2]),
+        replica_run(dataclasses.replace(config, learning_rate=0.01), [0, 1]),
     ]
     for other in others:
         with pytest.raises(ValueError, match="not a backup of this run"):
@@ -373,22 +379,24 @@ def test_a_backup_of_another_run_is_refused(tmp_path):
     garbage = tmp_path / "garbage.npz"
     garbage.write_bytes(b"\x00 not a backup")
     with pytest.raises(ValueError, match="not a readable sweep backup"):
-        ReplicaRun(config, [0, 1]).restore_backup(garbage)
+        replica_run(config, [0, 1]).restore_backup(garbage)
     assert backup.read_bytes() == content
-    assert not ReplicaRun(config, [0, 1]).restore_backup(tmp_path / "missing.npz")
+    assert not replica_run(config, [0, 1]).restore_backup(tmp_path / "missing.npz")
     with pytest.raises(ValueError, match="backup_every"):
-        ReplicaRun(config, [0, 1]).train(progress=False, backup=backup, backup_every=-1)
+        replica_run(config, [0, 1]).train(
+            progress=False, backup=backup, backup_every=-1
+        )
 
 
 def test_a_backup_of_the_jax_engine_names_the_backend_that_continues_it(tmp_path):
     config = ExperimentConfig(model="nau", input_size=10, iterations=100)
     backup = tmp_path / "run.npz"
-    ReplicaRun(config, [0, 1]).save_backup(backup)
+    replica_run(config, [0, 1]).save_backup(backup)
     state, arrays = load_backup_state(backup)
     save_backup_state(backup, {**state, "engine": "jax"}, arrays)
     content = backup.read_bytes()
     with pytest.raises(ValueError) as refusal:
-        ReplicaRun(config, [0, 1]).restore_backup(backup)
+        replica_run(config, [0, 1]).restore_backup(backup)
     message = str(refusal.value)
     assert "is a backup of the jax engine" in message
     assert "continue it with KERAS_BACKEND=jax" in message
@@ -400,7 +408,7 @@ def test_a_backup_of_the_jax_engine_names_the_backend_that_continues_it(tmp_path
 def test_no_refusal_of_a_backup_advises_deleting_it(tmp_path):
     config = ExperimentConfig(model="nau", input_size=10, iterations=100)
     backup = tmp_path / "run.npz"
-    ReplicaRun(config, [0, 1]).save_backup(backup)
+    replica_run(config, [0, 1]).save_backup(backup)
     state, arrays = load_backup_state(backup)
     broken = {
         "unreadable": b"PK\x05\x06" + bytes(18),
@@ -415,7 +423,7 @@ def test_no_refusal_of_a_backup_advises_deleting_it(tmp_path):
         else:
             backup.write_bytes(damage)
         with pytest.raises(ValueError) as refusal:
-            ReplicaRun(config, [0, 1]).restore_backup(backup)
+            replica_run(config, [0, 1]).restore_backup(backup)
         assert "delete" not in str(refusal.value), name
         assert "move it aside" in str(refusal.value), name
 
@@ -477,18 +485,16 @@ def test_the_jax_engine_on_another_backend_is_one_line():
     with pytest.raises(ValueError, match="The jax engine needs KERAS_BACKEND=jax"):
         train_replicas(config, [0], engine="jax", progress=False)
     with pytest.raises(ValueError, match="batched runs of different tasks need"):
-        ReplicaRun.batched(
-            [config, dataclasses.replace(config, operation="sub", seed=1)]
-        )
+        batched_run([config, dataclasses.replace(config, operation="sub", seed=1)])
 
 
 @pytest.mark.parametrize("option", ["clipnorm", "global_clipnorm"])
 def test_norm_clipping_is_each_replicas_own(option, monkeypatch):
     """Clipped by its own gradient norm, a replica trains as `model.fit` does."""
-    from keras_nalu import models
+    from keras_nalu import presets
 
-    preset = models.Preset("clipped", ("nau", "nmu"), optimizer_options={option: 0.05})
-    monkeypatch.setitem(models.PRESETS, "clipped", preset)
+    preset = presets.Preset("clipped", ("nau", "nmu"), optimizer_options={option: 0.05})
+    monkeypatch.setitem(presets.PRESETS, "clipped", preset)
     config = ExperimentConfig(
         model="clipped",
         operation="mul",
@@ -498,11 +504,11 @@ def test_norm_clipping_is_each_replicas_own(option, monkeypatch):
         learning_rate=0.05,
     )
     seeds = [1, 2]
-    run = ReplicaRun(config, seeds)
+    run = replica_run(config, seeds)
     run.train(progress=False)
     singles = _single_runs(config, seeds)
     unclipped = dataclasses.replace(config, model="nmu")
-    free = ReplicaRun(unclipped, seeds)
+    free = replica_run(unclipped, seeds)
     free.train(progress=False)
     for r, seed in enumerate(seeds):
         for replica_weight, single_weight in zip(run.weights(r), singles[seed][0]):

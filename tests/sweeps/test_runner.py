@@ -13,10 +13,11 @@ import pytest
 
 from keras_nalu import cli
 from keras_nalu.experiments import ExperimentConfig, run_experiment
+from keras_nalu.sweeps.chunks import plan_chunks
+from keras_nalu.sweeps.engines import ReplicaRun, read_backup
 from keras_nalu.sweeps.grid import grid_configs, parse_grid
-from keras_nalu.sweeps.replicas import ReplicaRun, read_backup
 from keras_nalu.sweeps.results import RESULT_COLUMNS, config_id, read_results
-from keras_nalu.sweeps.runner import chunk_backup, plan_chunks, run_sweep
+from keras_nalu.sweeps.runner import chunk_backup, run_sweep
 from keras_nalu.sweeps.summary import load_results
 from tests.bad_paths import unwritable_folder
 
@@ -152,16 +153,16 @@ def test_a_sweep_killed_inside_a_chunk_continues_it_from_its_backup(
 _CTRL_C_AT_300 = """
 import os, signal, sys
 from keras_nalu import cli
-from keras_nalu.sweeps.engines import base
+from keras_nalu.sweeps.engines import ReplicaRun
 
-evaluate = base.ReplicaRun._evaluate
+evaluate = ReplicaRun.evaluate
 
 def evaluate_then_ctrl_c(run, step):
     evaluate(run, step)
     if step == 300:
         os.kill(os.getpid(), signal.SIGINT)
 
-base.ReplicaRun._evaluate = evaluate_then_ctrl_c
+ReplicaRun.evaluate = evaluate_then_ctrl_c
 sys.exit(cli.main(sys.argv[1:]))
 """
 
@@ -200,7 +201,7 @@ def test_a_sweep_leaves_no_lock_file_nor_the_folders_it_made(tmp_path, monkeypat
     def failing(*args, **kwargs):
         raise ValueError("training failed")
 
-    monkeypatch.setattr("keras_nalu.sweeps.runner.train_chunk", failing)
+    monkeypatch.setattr("keras_nalu.sweeps.local.train_chunk", failing)
     with pytest.raises(ValueError, match="training failed"):
         run_sweep(grid, "0", results, progress=False)
     assert list(tmp_path.iterdir()) == []

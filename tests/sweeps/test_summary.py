@@ -16,10 +16,8 @@ from keras_nalu.sweeps.summary import (
     pooled_columns,
     run_keys,
     summarize,
-    to_latex,
-    to_markdown,
-    write_summary,
 )
+from keras_nalu.sweeps.tables import to_latex, to_markdown, write_summary
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "results" / "example_results.csv"
 #: The paper's Table 2 rows: each pools the hidden sizes of `runs`.

@@ -6,9 +6,8 @@ import pandas as pd
 import pytest
 
 from keras_nalu.experiments import ExperimentConfig
-from keras_nalu.sweeps import runner
-from keras_nalu.sweeps.engines import TimeLimitReached
-from keras_nalu.sweeps.replicas import ReplicaRun
+from keras_nalu.sweeps import local
+from keras_nalu.sweeps.engines import TimeLimitReached, replica_run
 from keras_nalu.sweeps.results import read_results
 from keras_nalu.sweeps.runner import plan_sweep, run_sweep
 from tests.helpers import load_backup_state, save_backup_state
@@ -94,17 +93,17 @@ def test_a_backup_from_before_task_name_restores(tmp_path):
     config = ExperimentConfig(
         model="nau", input_size=10, iterations=200, eval_every=100
     )
-    run = ReplicaRun(config, [0])
+    run = replica_run(config, [0])
     run.train(progress=False, deadline=None)
     path = tmp_path / "chunk.npz"
     run.save_backup(path)
     state, arrays = load_backup_state(path)
     del state["config"]["task_name"]  # as written before the field existed
     save_backup_state(path, state, arrays)
-    assert ReplicaRun(config, [0]).restore_backup(path)
+    assert replica_run(config, [0]).restore_backup(path)
     other = ExperimentConfig(model="nau", input_size=10, iterations=300, eval_every=100)
     with pytest.raises(ValueError, match="not a backup of this run"):
-        ReplicaRun(other, [0]).restore_backup(path)
+        replica_run(other, [0]).restore_backup(path)
 
 
 def test_chunks_sharing_a_device_stop_at_the_deadline(monkeypatch):
@@ -119,10 +118,10 @@ def test_chunks_sharing_a_device_stop_at_the_deadline(monkeypatch):
             raise TimeLimitReached("stopped at its backup")
         return [chunk]
 
-    monkeypatch.setattr(runner, "_train_one_chunk", fake_chunk)
+    monkeypatch.setattr(local, "_train_one_chunk", fake_chunk)
     written = []
     with pytest.raises(TimeLimitReached):
-        runner._train_on_devices(
+        local._train_on_devices(
             ["finishes", "stops", "later", "later"],
             [device, device],
             written.extend,
@@ -137,7 +136,7 @@ def test_chunks_sharing_a_device_stop_at_the_deadline(monkeypatch):
     taken.clear()
     written.clear()
     chunks = ["a", "b", "c", "d", "e"]
-    runner._train_on_devices(
+    local._train_on_devices(
         chunks, [device] * 2, written.extend, lambda steps: None, None, 0.0
     )
     assert sorted(written) == chunks
@@ -149,9 +148,9 @@ def test_chunks_per_device_lists_each_device_that_many_times(monkeypatch):
 
     seen = []
     monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
-    monkeypatch.setattr(runner, "_local_devices", lambda: [])
+    monkeypatch.setattr(local, "_local_devices", lambda: [])
     monkeypatch.setattr(
-        runner, "_train_on_devices", lambda chunks, devices, *rest: seen.append(devices)
+        local, "_train_on_devices", lambda chunks, devices, *rest: seen.append(devices)
     )
-    runner._local_backend(["a", "b"], None, None, chunks_per_device=3)
+    local.train_locally(["a", "b"], None, None, chunks_per_device=3)
     assert seen == [jax.devices()[:1] * 3]

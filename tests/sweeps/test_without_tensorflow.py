@@ -13,7 +13,7 @@ import json, sys
 sys.modules["tensorflow"] = None  # as if it were not installed
 import keras_nalu
 from keras_nalu.experiments import ExperimentConfig
-from keras_nalu.sweeps.replicas import train_replicas
+from keras_nalu.sweeps.engines import train_replicas
 from keras_nalu import cli
 
 config = ExperimentConfig(model="nau", input_size=10, iterations=200, eval_every=100)

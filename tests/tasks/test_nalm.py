@@ -5,7 +5,7 @@ import warnings
 import pytest
 
 from keras_nalu.experiments import ExperimentConfig
-from keras_nalu.models import PRESETS
+from keras_nalu.presets import PRESETS
 from keras_nalu.tasks import ArithmeticTask, Range
 from keras_nalu.tasks.nalm import (
     NALM_INPUT_SIZES,

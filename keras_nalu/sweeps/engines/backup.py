@@ -1,8 +1,8 @@
 """Backups of a replica run: its whole state in one `.npz` file, and back.
 
-`ReplicaRun.save_backup` writes every replica's weights and optimizer
-variables, which replicas still train and each replica's
-`EvaluationSummary` (the verdict so far, at constant size);
+`ReplicaRun.save_backup` writes the run's `RunState` (`state.py`): every
+replica's weights and optimizer variables, which replicas still train and
+each replica's `EvaluationSummary` (the verdict so far, at constant size);
 `ReplicaRun.restore_backup` continues a new run of the same configuration
 and seeds from it, and `read_backup` reads each seed's verdict so far
 without building the model. The file holds arrays `variable_0 ...
@@ -33,7 +33,13 @@ import numpy as np
 from keras_nalu._files import atomic_write
 from keras_nalu._validation import is_integer, is_real
 from keras_nalu.evaluation import Evaluation, EvaluationSummary
-from keras_nalu.experiments import ExperimentConfig, total_steps
+from keras_nalu.experiments import (
+    ExperimentConfig,
+    total_steps,
+    without_later_defaults,
+)
+from keras_nalu.sweeps.engines.state import RunState
+from keras_nalu.sweeps.engines.verdicts import Verdicts
 
 BACKUP_FORMAT = 2
 """The version of the backup file's layout that `save_backup` writes."""
@@ -157,8 +163,6 @@ def _comparable(identity: dict) -> dict:
     A backup written before such a field existed lacks it; it still matches
     a run that keeps the field at its default (as its `config_id` does).
     """
-    from keras_nalu.sweeps.results import without_later_defaults
-
     identity = dict(identity)
     if isinstance(identity.get("config"), dict):
         identity["config"] = without_later_defaults(identity["config"])
@@ -171,21 +175,23 @@ def _comparable(identity: dict) -> dict:
 
 
 def save_backup(run, path: str | os.PathLike) -> None:
-    """`ReplicaRun.save_backup`: the run's whole state into one `.npz` file."""
+    """`ReplicaRun.save_backup`: the run's `RunState` into one `.npz` file."""
     path = Path(path)
+    run_state = run.get_state()
+    verdicts = run_state.verdicts
     state = {
         "format": BACKUP_FORMAT,
         **_identity(run),
-        "step": run.step,
-        "wall_time": run.wall_time,
-        "summaries": [summary.get_config() for summary in run._summaries],
-        "iterations": run._iterations,
-        "loss_diverged": run._loss_diverged,
-        "active": run._active.tolist(),
+        "step": run_state.step,
+        "wall_time": run_state.wall_time,
+        "summaries": [summary.get_config() for summary in verdicts.summaries],
+        "iterations": verdicts.iterations,
+        "loss_diverged": verdicts.loss_diverged,
+        "active": verdicts.active.tolist(),
     }
     arrays = {
         f"variable_{i}": np.asarray(values)
-        for i, values in enumerate(run._state_arrays())
+        for i, values in enumerate(run_state.variables)
     }
     with atomic_write(path, "wb", temporary=partial_path(path)) as file:
         text = json.dumps(state, separators=(",", ":"))
@@ -201,7 +207,8 @@ def restore_backup(run, path: str | os.PathLike) -> bool:
     path = Path(path)
     if not path.exists():
         return False
-    shapes = run._state_shapes()
+    current = run.get_state()
+    shapes = [tuple(values.shape) for values in current.variables]
     try:
         state, arrays = _load_backup(path, len(shapes))
     except ValueError as error:
@@ -219,7 +226,7 @@ def restore_backup(run, path: str | os.PathLike) -> bool:
         stored.get(key) != value for key, value in identity.items()
     ):
         raise ValueError(
-            f"{path} is not a backup of this run ({run._description()}, "
+            f"{path} is not a backup of this run ({run.description()}, "
             f"{run.engine} engine); {_ASIDE}."
         )
     try:
@@ -240,16 +247,19 @@ def restore_backup(run, path: str | os.PathLike) -> bool:
                 f"{summary.threshold!r}, this run against {threshold!r}; {_ASIDE}."
             )
         summary.threshold = threshold
-    run._load_state_arrays(arrays)
-    run.step = int(state["step"])
-    run.wall_time = float(state["wall_time"])
-    run._summaries = summaries
-    if run._history is not None:
-        run._history = histories or [[] for _ in summaries]
-    run._iterations = list(state["iterations"])
-    run._loss_diverged = list(state["loss_diverged"])
-    run._active = np.array(state["active"], dtype=bool)
-    run._set_active(run._active)
+    history = None
+    if current.verdicts.history is not None:
+        history = histories or [[] for _ in summaries]
+    verdicts = Verdicts(
+        summaries=summaries,
+        iterations=list(state["iterations"]),
+        loss_diverged=list(state["loss_diverged"]),
+        active=np.array(state["active"], dtype=bool),
+        history=history,
+    )
+    run.set_state(
+        RunState(int(state["step"]), float(state["wall_time"]), verdicts, arrays)
+    )
     return True
 
 
@@ -322,10 +332,10 @@ def read_backup(path: str | os.PathLike) -> list[dict]:
     Example:
 
     >>> from keras_nalu.experiments import ExperimentConfig
-    >>> from keras_nalu.sweeps.replicas import ReplicaRun, read_backup
+    >>> from keras_nalu.sweeps.engines import read_backup, replica_run
     >>> config = ExperimentConfig(model="nau", input_size=10, iterations=200,
     ...                           eval_every=100)
-    >>> run = ReplicaRun(config, seeds=[0, 1])
+    >>> run = replica_run(config, seeds=[0, 1])
     >>> run.train(progress=False)
     >>> run.save_backup("chunk.npz")  # a sweep writes these as it trains
     >>> [(r["seed"], r["step"], r["iterations"]) for r in read_backup("chunk.npz")]
@@ -366,6 +376,3 @@ def read_backup(path: str | os.PathLike) -> list[dict]:
             }
         )
     return records
-
-
-__all__ = ["BACKUP_FORMAT", "READABLE_FORMATS", "backup_runs", "read_backup"]

@@ -17,7 +17,7 @@ than JAX's Threefry) and maps it onto its interpolation range
 (`place_uniform`, the same arithmetic as the task's own sampler); its
 targets use its own subsets and operation. So replica r equals the same
 run alone (R = 1) up to float rounding, and runs of different tasks
-(operations, ranges, subsets) can train together (`ReplicaRun.batched`).
+(operations, ranges, subsets) can train together (`batched_run`).
 The stream is not TensorFlow's: a seed's run differs from
 `run_experiment`'s, and the two engines agree in their success rates, not
 seed by seed. The validation and test sets are the task's fixed sets, the
@@ -43,9 +43,10 @@ import jax.numpy as jnp
 import keras
 import numpy as np
 
-from keras_nalu.callbacks import iter_layers
-from keras_nalu.evaluation.sparsity import effective_weight_tensors
-from keras_nalu.sweeps.engines.base import ReplicaRun
+from keras_nalu.evaluation.sparsity import distance_to_sparse, effective_weight_tensors
+from keras_nalu.keras_utils import iter_layers
+from keras_nalu.sweeps.engines.run import ReplicaRun
+from keras_nalu.sweeps.engines.setup import eval_groups
 from keras_nalu.tasks.arithmetic import _TRAIN_STREAM, apply_operation
 from keras_nalu.tasks.ranges import place_uniform
 from keras_nalu.tasks.streams import counter_uniform, stream_key
@@ -75,9 +76,11 @@ class JaxReplicaRun(ReplicaRun):
         template = self.template
         stacked = [
             keras.Variable(values, name=variable.name, dtype=variable.dtype)
-            for values, variable in zip(self._initial_weights, self._variables)
+            for values, variable in zip(
+                self.setup.initial_weights, self.setup.variables
+            )
         ]
-        self.optimizer = self._new_optimizer(stacked)
+        self.optimizer = self.setup.optimizer.build(stacked)
         shapes = {tuple(v.shape) for v in stacked}
         self._slot_flags = [
             tuple(v.shape) in shapes and len(v.shape) > 0
@@ -89,10 +92,10 @@ class JaxReplicaRun(ReplicaRun):
         # replica), the regularizers' strengths (λ, shared) and the model's
         # other state (per replica, e.g. a noise layer's seed), updated by
         # every training step.
-        self._model_state = [jnp.asarray(a) for a in self._initial_state]
+        self._model_state = [jnp.asarray(a) for a in self.setup.initial_state]
         self._active_flags = jnp.ones(self.num_replicas, bool)
         self._diverged = jnp.full(self.num_replicas, -1, jnp.int32)
-        self._strength_variables = [r.current_strength for r in self._regularizers]
+        self._strength_variables = [r.current_strength for r in self.setup.regularizers]
         self._build_data()
         self._effective = _effective_weight_readers(template)
         self._block_fn = jax.jit(self._train_steps, static_argnums=(7,))
@@ -120,7 +123,7 @@ class JaxReplicaRun(ReplicaRun):
                 jnp.asarray(test[0]),
                 jnp.asarray(test[1]),
             )
-            for members, validation, test in self._eval_groups()
+            for members, validation, test in eval_groups(self.tasks)
         ]
         task = tasks[0]
         self._batch_shape = (task.batch_size, task.input_size)
@@ -129,8 +132,8 @@ class JaxReplicaRun(ReplicaRun):
 
     @contextlib.contextmanager
     def _weights_in_force(self, weights, state, strengths=None):
-        mapping = list(zip(self._variables, weights))
-        mapping += list(zip(self._state_variables, state))
+        mapping = list(zip(self.setup.variables, weights))
+        mapping += list(zip(self.setup.state_variables, state))
         if strengths is not None:
             mapping += [
                 (variable, strengths[j])
@@ -144,7 +147,7 @@ class JaxReplicaRun(ReplicaRun):
         with self._weights_in_force(weights, state, strengths) as scope:
             y = self.template.call(x, training=training)
             losses = self.template.losses if training else []
-            updated = [scope.get_current_value(v) for v in self._state_variables]
+            updated = [scope.get_current_value(v) for v in self.setup.state_variables]
         return y, losses, updated
 
     def _replica_loss(self, weights, state, strengths, x, t):
@@ -152,7 +155,7 @@ class JaxReplicaRun(ReplicaRun):
             weights, state, x, strengths, training=True
         )
         # The compiled model's total: the loss plus every added loss, summed.
-        return jnp.sum(jnp.stack([self._loss(t, y), *regularization])), state
+        return jnp.sum(jnp.stack([self.setup.loss(t, y), *regularization])), state
 
     # --- data ---------------------------------------------------------------------
 
@@ -195,12 +198,12 @@ class JaxReplicaRun(ReplicaRun):
             return jnp.sum(losses), (losses, state)
 
         gradients, (losses, new_model_state) = jax.grad(total, has_aux=True)(trainable)
-        gradients = self._clip_norms(gradients, jnp)
+        gradients = self.setup.optimizer.clip(gradients, jnp)
         updated, new_state = self.optimizer.stateless_apply(
             optimizer_state, gradients, trainable
         )
         finite = jnp.isfinite(losses)
-        for i, constraint in enumerate(self._constraints):
+        for i, constraint in enumerate(self.setup.constraints):
             if constraint is not None:
                 updated[i] = jax.vmap(constraint)(updated[i])
             axes = tuple(range(1, updated[i].ndim))
@@ -297,10 +300,7 @@ class JaxReplicaRun(ReplicaRun):
         def one(weights, state):
             with self._weights_in_force(weights, state):
                 errors = [
-                    jnp.max(
-                        jnp.minimum(jnp.abs(w), jnp.abs(1.0 - jnp.abs(w))),
-                        initial=0.0,
-                    )
+                    distance_to_sparse(w, xp=jnp)
                     for read in self._effective
                     for w in read()
                 ]
@@ -352,10 +352,6 @@ class JaxReplicaRun(ReplicaRun):
 
     def stacked_state(self) -> list[np.ndarray]:
         return [np.asarray(s) for s in self._model_state]
-
-    def device(self) -> str:
-        device = jax.devices()[0]
-        return "cpu" if device.platform == "cpu" else device.device_kind
 
 
 def _effective_weight_readers(model) -> list:

@@ -29,7 +29,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_nalu.sweeps.engines.base import ReplicaRun
+from keras_nalu.sweeps.engines.run import ReplicaRun
+from keras_nalu.sweeps.engines.setup import eval_groups
 
 
 def _read(variable) -> tf.Tensor:
@@ -65,16 +66,18 @@ class TensorFlowReplicaRun(ReplicaRun):
     def _build_engine(self) -> None:
         self._weights = [
             keras.Variable(values, name=variable.name, dtype=variable.dtype)
-            for values, variable in zip(self._initial_weights, self._variables)
+            for values, variable in zip(
+                self.setup.initial_weights, self.setup.variables
+            )
         ]
-        self.optimizer = self._new_optimizer(self._weights)
+        self.optimizer = self.setup.optimizer.build(self._weights)
         shapes = {tuple(w.shape) for w in self._weights}
         self._slots = [v for v in self.optimizer.variables if tuple(v.shape) in shapes]
         self._active_flags = tf.Variable(tf.ones([self.num_replicas], tf.bool))
         self._diverged = tf.Variable(
             tf.fill([self.num_replicas], tf.constant(-1, tf.int64))
         )
-        ((_, validation, test),) = self._eval_groups()
+        ((_, validation, test),) = eval_groups(self.tasks)
         self._validation_x = tf.constant(validation[0])
         self._validation_t = tf.constant(validation[1])
         self._test_x = tf.constant(test[0])
@@ -116,7 +119,7 @@ class TensorFlowReplicaRun(ReplicaRun):
             weights, self._non_trainable(), x, training=True, return_losses=True
         )
         # The compiled model's total: the loss plus every added loss, summed.
-        return keras.ops.sum([self._loss(t, y), *regularization])
+        return keras.ops.sum([self.setup.loss(t, y), *regularization])
 
     def _losses_and_gradients(self, weights, x, t):
         with tf.GradientTape() as tape:
@@ -128,11 +131,11 @@ class TensorFlowReplicaRun(ReplicaRun):
         return losses, tape.gradient(total, weights)
 
     def _apply(self, step, losses, gradients):
-        gradients = self._clip_norms(gradients, _TensorOps)
+        gradients = self.setup.optimizer.clip(gradients, _TensorOps)
         before = [_read(v) for v in self._weights + self._slots]
         self.optimizer.apply(gradients, self._weights)
         finite = tf.math.is_finite(losses)
-        for weight, constraint in zip(self._weights, self._constraints):
+        for weight, constraint in zip(self._weights, self.setup.constraints):
             if constraint is not None:
                 weight.assign(tf.vectorized_map(constraint, _read(weight)))
             rank = len(weight.shape)
@@ -154,7 +157,7 @@ class TensorFlowReplicaRun(ReplicaRun):
         @tf.function(
             input_signature=[
                 tf.TensorSpec([], tf.int64),
-                tf.TensorSpec([None, len(self._regularizers)], tf.float32),
+                tf.TensorSpec([None, len(self.setup.regularizers)], tf.float32),
             ]
         )
         def train_block(start, strengths):
@@ -163,7 +166,7 @@ class TensorFlowReplicaRun(ReplicaRun):
             x, t = self.training_batch(start)
             for i in tf.range(tf.shape(strengths, out_type=tf.int64)[0]):
                 next_x, next_t = self.training_batch(start + i + 1)
-                for j, regularizer in enumerate(self._regularizers):
+                for j, regularizer in enumerate(self.setup.regularizers):
                     regularizer.current_strength.assign(strengths[i, j])
                 weights = [_read(w) for w in self._weights]
                 losses, gradients = self._losses_and_gradients(weights, x, t)

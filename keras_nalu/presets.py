@@ -6,10 +6,6 @@ sparsity schedule; `build_model` turns it into a compiled Keras model plus the
 callbacks it trains with. Every field can be overridden per call.
 `build_sequence_model` makes the recurrent models (a preset's hidden unit as a
 recurrent cell, or an LSTM/GRU baseline).
-
-Why one module of about 670 lines: half of it is the preset table itself
-(data, one entry per model of the papers), and the builders below read only
-that table; apart, each half would import the other.
 """
 
 import dataclasses
@@ -574,7 +570,7 @@ def build_model(
 
     Example:
 
-    >>> from keras_nalu.models import build_model
+    >>> from keras_nalu.presets import build_model
     >>> model, callbacks = build_model("nmu", input_size=100)
     >>> [type(layer).__name__ for layer in model.layers]
     ['NAU', 'NMU']
@@ -639,7 +635,7 @@ def build_sequence_model(
 
     Example:
 
-    >>> from keras_nalu.models import build_sequence_model
+    >>> from keras_nalu.presets import build_sequence_model
     >>> model, callbacks = build_sequence_model("nmu", input_size=10)
     >>> [type(layer).__name__ for layer in model.layers]
     ['RNN', 'NMU']

@@ -1,0 +1,146 @@
+"""The training loop of a replica run: blocks, evaluations, backups, stops.
+
+`train_loop` trains a run block by block, a block being the steps between
+two evaluations (`eval_every`), each compiled by the engine as one call. After
+each block it evaluates, writes the backup when it is due, reports progress,
+and stops at the last step, when no replica is left, at a `deadline`
+(`TimeLimitReached`) or at Ctrl-C (`stop_at_interrupt`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+
+class TimeLimitReached(RuntimeError):
+    """A run reached its `deadline` and stopped after saving its backup.
+
+    Training the same configuration and seeds again with the same backup
+    file continues from where it stopped (`train_replicas`, `run_sweep`).
+    """
+
+
+# Set by the first Ctrl-C inside `stop_at_interrupt`; read by every run's loop.
+_stop_requested = threading.Event()
+
+
+def _request_stop(signum, frame) -> None:
+    if _stop_requested.is_set():  # a second Ctrl-C: stop now, as Python does
+        raise KeyboardInterrupt
+    _stop_requested.set()
+
+
+@contextlib.contextmanager
+def stop_at_interrupt():
+    """Within it, Ctrl-C stops every run at its next evaluation, after a backup.
+
+    The first SIGINT asks each `ReplicaRun.train` (in any thread) to stop at
+    its next evaluation: it writes its backup there, if it has one, and
+    raises `KeyboardInterrupt`, so a killed sweep loses nothing of its chunk
+    in training. A second SIGINT raises `KeyboardInterrupt` at once. Outside
+    the main thread (Python delivers signals there only), or within another
+    `stop_at_interrupt`, the block runs as it is.
+    """
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is _request_stop
+    ):
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, _request_stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous or signal.default_int_handler)
+        _stop_requested.clear()
+
+
+def train_loop(
+    run,
+    progress: bool | Callable[[int], None] = True,
+    backup: str | os.PathLike | None = None,
+    backup_every: float = 600.0,
+    deadline: float | None = None,
+) -> None:
+    """`ReplicaRun.train`: trains `run` from its `step` to its last step.
+
+    Args:
+        run: a `ReplicaRun`.
+        progress, backup, backup_every, deadline: see `ReplicaRun.train`.
+    """
+    if backup_every < 0:
+        raise ValueError(
+            f"train expects backup_every >= 0 seconds. "
+            f"Received: backup_every={backup_every!r}"
+        )
+    bar = None
+    if progress is True:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(
+            total=run.total_steps,
+            initial=run.step,
+            desc=run.description(),
+            unit="step",
+            dynamic_ncols=True,
+        )
+    elif callable(progress) and run.step:
+        progress(run.step)
+    started = last_backup = time.perf_counter()
+    try:
+        with stop_at_interrupt():
+            if _stop_requested.is_set():  # asked before this run started
+                raise _interrupted(run, backup if run.step else None)
+            if run.step == 0 and not run.verdicts.evaluated:
+                run.evaluate(0)
+            every = run.config.eval_every
+            while run.step < run.total_steps and run.verdicts.active.any():
+                stop = min((run.step // every + 1) * every, run.total_steps)
+                done = stop - run.step
+                run.train_block(run.step, stop)
+                run.step = stop
+                run.evaluate(run.step)
+                now = time.perf_counter()
+                out_of_time = deadline is not None and time.monotonic() >= deadline
+                interrupted = _stop_requested.is_set()
+                if backup is not None and (
+                    out_of_time or interrupted or now - last_backup >= backup_every
+                ):
+                    run.wall_time += now - started
+                    started = last_backup = now
+                    run.save_backup(backup)
+                active = run.verdicts.active
+                if bar is not None:
+                    bar.update(done)
+                    bar.set_postfix(running=int(active.sum()), refresh=False)
+                elif callable(progress):
+                    progress(done)
+                if run.step < run.total_steps and active.any():
+                    if out_of_time:
+                        raise TimeLimitReached(
+                            f"{run.description()} stopped at its time limit at "
+                            f"step {run.step} of {run.total_steps}"
+                            + ("" if backup is None else f"; backup: {backup}")
+                        )
+                    if interrupted:
+                        raise _interrupted(run, backup)
+    finally:
+        run.wall_time += time.perf_counter() - started
+        if bar is not None:
+            bar.close()
+    run.verdicts.finish(run.step)
+
+
+def _interrupted(run, backup) -> KeyboardInterrupt:
+    """What Ctrl-C raises: where the run stopped, and its backup there."""
+    where = f"{run.description()} stopped at step {run.step:,} of "
+    where += f"{run.total_steps:,}"
+    if backup is not None and Path(backup).exists():
+        where += f", backed up to {backup}: run it again to continue"
+    return KeyboardInterrupt(where)

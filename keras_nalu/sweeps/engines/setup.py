@@ -1,0 +1,267 @@
+"""What replicas trained together share: the recipe, the template, the start.
+
+An engine trains R runs as one vectorized model: one template Keras model
+(built as `run_experiment` builds it) computes every replica's loss, and the
+replicas' weights, each the one `build_model` gives after
+`keras.utils.set_random_seed(seed)`, are stacked along a leading axis.
+`ReplicaSetup.build` makes that template and the stacked starting weights
+from the runs' configs and checks that the runs can train together
+(`RECIPE_FIELDS`) and that the preset can be vectorized at all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import threading
+from collections.abc import Callable, Sequence
+
+import keras
+import numpy as np
+
+from keras_nalu.callbacks import RegularizationSchedule, find_scheduled_regularizers
+from keras_nalu.experiments import ExperimentConfig, build_experiment_model
+from keras_nalu.presets import get_preset
+from keras_nalu.sweeps.engines.optimizer import ReplicaOptimizer
+
+RECIPE_FIELDS = (
+    "model",
+    "iterations",
+    "hidden_size",
+    "learning_rate",
+    "optimizer",
+    "epsilon",
+    "sparsity",
+    "sparsity_start",
+    "sparsity_end",
+    "input_size",
+    "batch_size",
+    "eval_every",
+    "stop_on_success",
+    "steps_per_execution",
+)
+"""The config fields that fix the model, its training and the loop: replicas
+trained together must agree on them. They may differ in the task's data
+(operation, ranges, subsets) and their seeds."""
+
+
+class NotVectorizableError(ValueError):
+    """A preset that an engine cannot train as replicas (sweeps then train its
+    seeds one after the other with `run_experiment`)."""
+
+
+def vectorizable(config: ExperimentConfig) -> bool:
+    """Whether `train_replicas` can train `config`'s preset as replicas.
+
+    Presets whose callbacks act on one model at a time (the iNALU's
+    loss-gated regularization and reinitialization) cannot be vectorized;
+    sweeps train their seeds one after the other with `run_experiment`.
+
+    Example:
+
+    >>> from keras_nalu.experiments import ExperimentConfig
+    >>> vectorizable(ExperimentConfig(model="nmu"))
+    True
+    >>> vectorizable(ExperimentConfig(model="inalu"))
+    False
+    """
+    return not get_preset(config.model).callbacks
+
+
+def recipe(config: ExperimentConfig) -> tuple:
+    """The values of `RECIPE_FIELDS`: equal recipes can train as one run."""
+    return tuple(getattr(config, name) for name in RECIPE_FIELDS)
+
+
+def check_configs(configs: Sequence[ExperimentConfig]) -> list[ExperimentConfig]:
+    """The runs of one replica run, or a ValueError saying why they are not.
+
+    They must be `ExperimentConfig`s, at least one, distinct, and share
+    their recipe (`RECIPE_FIELDS`).
+    """
+    configs = list(configs)
+    if not configs:
+        raise ValueError("ReplicaRun expects at least one config. Received: []")
+    for config in configs:
+        if not isinstance(config, ExperimentConfig):
+            raise ValueError(
+                f"ReplicaRun expects ExperimentConfig objects. Received: {config!r}"
+            )
+    first = recipe(configs[0])
+    for config in configs[1:]:
+        if recipe(config) != first:
+            differ = [
+                name
+                for name, a, b in zip(RECIPE_FIELDS, first, recipe(config))
+                if a != b
+            ]
+            raise ValueError(
+                "ReplicaRun trains configs together only if they share the model "
+                f"and its training; these differ in {differ}. Received: "
+                f"{configs[0].name} and {config.name}"
+            )
+    keys = [(c.seed, *dataclasses.astuple(c)) for c in configs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("ReplicaRun expects distinct runs; a config repeats.")
+    return configs
+
+
+_BUILD_LOCK = threading.Lock()
+
+
+def build_replica(config: ExperimentConfig):
+    """The model and callbacks `run_experiment` builds for `config`.
+
+    Seeding Keras is process-wide, so runs built in several threads (a sweep
+    over several devices) take turns: each gets exactly its seed's weights.
+    """
+    with _BUILD_LOCK:
+        keras.utils.set_random_seed(config.seed)
+        return build_experiment_model(config)
+
+
+def model_state(model) -> list:
+    """The model's non-trainable variables other than the λ strengths.
+
+    E.g. the state of a `keras.random.SeedGenerator` a layer draws noise
+    with: per replica, it is carried and updated as the replica trains.
+    """
+    strengths = {id(r.current_strength) for r in find_scheduled_regularizers(model)}
+    return [v for v in model.non_trainable_variables if id(v) not in strengths]
+
+
+@dataclasses.dataclass
+class ReplicaSetup:
+    """The template model of a replica run and the replicas' starting point.
+
+    Attributes:
+        model: the template: the first run's compiled model, whose
+            `stateless_call` computes any replica's output and losses.
+        schedule: the preset's `RegularizationSchedule`, or None.
+        regularizers: the scheduled regularizers the schedule drives.
+        variables: the template's trainable variables, in order.
+        constraints: each variable's constraint (or None).
+        state_variables: the template's other non-trainable variables
+            (`model_state`), carried per replica.
+        initial_weights: each trainable weight stacked over replicas `[R, ...]`.
+        initial_state: each state variable stacked over replicas.
+        optimizer: the template's optimizer, translated for stacked weights.
+        loss: the loss of a batch, `loss(targets, outputs)`, a scalar.
+    """
+
+    model: keras.Model
+    schedule: RegularizationSchedule | None
+    regularizers: list
+    variables: list
+    constraints: list
+    state_variables: list
+    initial_weights: list[np.ndarray]
+    initial_state: list[np.ndarray]
+    optimizer: ReplicaOptimizer
+    loss: Callable
+
+    @classmethod
+    def build(cls, configs: Sequence[ExperimentConfig], engine, supports_state):
+        """Builds every run's model once, keeps the first, stacks the weights.
+
+        Args:
+            configs: the runs (checked by `check_configs`).
+            engine: the engine's name, for messages.
+            supports_state: whether the engine carries per-replica model state.
+
+        Raises:
+            NotVectorizableError: the preset trains with callbacks that act
+                on one model at a time, or has model state the engine does
+                not carry.
+            ValueError: the optimizer mixes the replicas.
+        """
+        weights, states, template, template_callbacks = [], [], None, []
+        for config in configs:
+            model, callbacks = build_replica(config)
+            weights.append(
+                [keras.ops.convert_to_numpy(v) for v in model.trainable_variables]
+            )
+            states.append([keras.ops.convert_to_numpy(v) for v in model_state(model)])
+            if template is None:
+                template, template_callbacks = model, callbacks
+            del model
+        gc.collect()
+        preset = configs[0].model
+        extra = [
+            c for c in template_callbacks if not isinstance(c, RegularizationSchedule)
+        ]
+        if extra:
+            raise NotVectorizableError(
+                f"train_replicas cannot vectorize preset {preset!r}: it trains "
+                f"with {[type(c).__name__ for c in extra]}, which act on one "
+                "model at a time. Use run_experiment for each seed."
+            )
+        schedules = [
+            c for c in template_callbacks if isinstance(c, RegularizationSchedule)
+        ]
+        schedule = schedules[0] if schedules else None
+        state_variables = model_state(template)
+        if state_variables and not supports_state:
+            raise NotVectorizableError(
+                f"The {engine} engine trains models without non-trainable "
+                f"state; preset {preset!r} has "
+                f"{[v.path for v in state_variables]}. Use the JAX engine "
+                "(KERAS_BACKEND=jax) or run_experiment for each seed."
+            )
+        variables = list(template.trainable_variables)
+        loss = keras.losses.get(template.loss)
+        if not isinstance(loss, keras.losses.Loss):
+            # a per-sample function, e.g. "mse": the mean over the batch
+            loss = _batch_mean(loss)
+        return cls(
+            model=template,
+            schedule=schedule,
+            regularizers=find_scheduled_regularizers(template) if schedule else [],
+            variables=variables,
+            constraints=[v.constraint for v in variables],
+            state_variables=state_variables,
+            initial_weights=_stacked(weights, len(variables)),
+            initial_state=_stacked(states, len(state_variables)),
+            optimizer=ReplicaOptimizer.from_optimizer(template.optimizer),
+            loss=loss,
+        )
+
+
+def _stacked(per_replica: list[list[np.ndarray]], count: int) -> list[np.ndarray]:
+    return [np.stack([replica[i] for replica in per_replica]) for i in range(count)]
+
+
+def _batch_mean(loss):
+    return lambda t, y: keras.ops.mean(loss(t, y))
+
+
+def eval_groups(tasks) -> list[tuple[np.ndarray, tuple, tuple]]:
+    """Replicas sharing validation and test inputs, with those sets.
+
+    Returns:
+        `(replicas, (x_val, t_val), (x_test, t_test))` per group, the
+        targets stacked per replica of the group: `(n, size, 1)`.
+    """
+    groups = {}
+    for r, task in enumerate(tasks):
+        key = (
+            task.interpolation_range,
+            task.extrapolation_range,
+            task.validation_size,
+            task.test_size,
+            task.validation_seed,
+            task.test_seed,
+        )
+        groups.setdefault(key, []).append(r)
+    result = []
+    for members in groups.values():
+        validation = [tasks[r].validation_data() for r in members]
+        test = [tasks[r].test_data() for r in members]
+        result.append(
+            (
+                np.array(members),
+                (validation[0][0], np.stack([t for _, t in validation])),
+                (test[0][0], np.stack([t for _, t in test])),
+            )
+        )
+    return result

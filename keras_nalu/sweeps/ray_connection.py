@@ -1,0 +1,206 @@
+"""The link to a Ray cluster: the address checked, joined, and watched.
+
+`RayConnection.open` checks an address before Ray is asked to join it (a
+host that does not answer, a port where no Ray listens, a refused token each
+fail at once, in one line), and `RayConnection.lost` tells the driver when
+the cluster stopped answering while a sweep runs on it. Every failure is a
+`ClusterError`.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from urllib.parse import urlsplit
+
+CONNECT_TIMEOUT = 10.0
+"""Seconds a TCP connection to the cluster's address may take."""
+
+LOST_AFTER = 10.0
+"""Seconds the cluster's address must stay unreachable to count as lost."""
+
+_DEFAULT_PORTS = {"gcs": 6379, "client": 10001}
+
+
+class ClusterError(RuntimeError):
+    """A Ray cluster that cannot be reached, was lost, or failed a chunk.
+
+    Its message is one line: what happened, what to try, and for a sweep
+    that had started, how many rows are kept and how to resume.
+    """
+
+
+def import_ray():
+    """The `ray` module, or a ValueError that says how to install it."""
+    try:
+        import ray
+    except ImportError:
+        raise ValueError(
+            "the Ray backend needs ray: pip install 'keras-arithmetic-units[ray]'"
+        ) from None
+    return ray
+
+
+class RayConnection:
+    """This driver's link to a cluster, and the address that shows it lives."""
+
+    def __init__(self, address: str, started: bool, endpoint=None):
+        self.address = address
+        self.started = started
+        self.endpoint = endpoint  # (host, port) to watch, or None
+        self._failing_since = None
+
+    @classmethod
+    def open(cls, ray, address: str) -> RayConnection:
+        """Joins the cluster at `address` (checked first), or one ClusterError."""
+        if ray.is_initialized():  # the caller's own runtime or cluster
+            return cls(address, started=False, endpoint=_gcs_endpoint(ray))
+        if address == "local":
+            ray.init(address="local", include_dashboard=False, log_to_driver=False)
+            return cls("this machine's Ray runtime", started=True)
+        endpoint = _endpoint(address)
+        _probe(address, endpoint)
+        if not address.startswith("ray://") and address != "auto":
+            _check_token(address, endpoint)
+        try:
+            ray.init(address=address, log_to_driver=False)
+        except Exception as error:  # noqa: BLE001 - Ray raises several kinds
+            hint = "check the cluster with `ray status` on its head node"
+            if _token_mode() != "token":
+                hint += (
+                    ", and if it uses token authentication, export RAY_AUTH_MODE=token"
+                )
+            raise ClusterError(
+                f"cannot join the Ray cluster at {address} ({first_line(error)}); "
+                + hint
+            ) from None
+        return cls(address, started=True, endpoint=endpoint)
+
+    def lost(self) -> bool:
+        """Whether the cluster's address has refused connections for a while."""
+        if self.endpoint is None:
+            return False
+        try:
+            socket.create_connection(self.endpoint, timeout=CONNECT_TIMEOUT).close()
+        except OSError:
+            now = time.monotonic()
+            if self._failing_since is None:
+                self._failing_since = now
+            return now - self._failing_since >= LOST_AFTER
+        self._failing_since = None
+        return False
+
+
+def _endpoint(address: str) -> tuple[str, int]:
+    """The (host, port) a Ray address connects to first."""
+    if address == "auto":
+        return _auto_endpoint()
+    client = address.startswith("ray://")
+    try:
+        parts = urlsplit(address if client else f"//{address}")
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        host = port = None
+    if not host or "/" in address.removeprefix("ray://"):
+        raise ClusterError(
+            f"--ray-address {address!r} is not local, auto, HOST:PORT or "
+            "ray://HOST:PORT"
+        )
+    return host, port or _DEFAULT_PORTS["client" if client else "gcs"]
+
+
+def _auto_endpoint() -> tuple[str, int] | None:
+    """Where `ray.init(address="auto")` will connect, as Ray itself finds it."""
+    try:
+        from ray._private.services import canonicalize_bootstrap_address
+    except ImportError:  # another Ray layout: Ray finds it, unchecked
+        return None
+    try:
+        address = canonicalize_bootstrap_address("auto")
+    except ConnectionError as error:
+        raise ClusterError(
+            f"no Ray cluster found for --ray-address auto ({first_line(error)}); "
+            "start one with `ray start --head`, or pass its HOST:PORT"
+        ) from None
+    return _endpoint(address) if address else None
+
+
+def _probe(address: str, endpoint) -> None:
+    if endpoint is None:
+        return
+    host, port = endpoint
+    try:
+        socket.create_connection((host, port), timeout=CONNECT_TIMEOUT).close()
+    except OSError as error:
+        if isinstance(error, socket.gaierror):
+            reason = f"unknown host {host}"
+        elif isinstance(error, TimeoutError):
+            reason = f"no answer within {CONNECT_TIMEOUT:g} s"
+        else:
+            reason = error.strerror or type(error).__name__
+        raise ClusterError(
+            f"cannot reach a Ray cluster at {address} ({reason}); check the "
+            "address, and that the cluster runs: `ray status` on its head node"
+        ) from None
+
+
+def _check_token(address: str, endpoint) -> None:
+    """Asks the cluster once, so that a refused token fails at once, in one line.
+
+    Joining a cluster of token authentication without its token would
+    otherwise retry for about 20 s, logging each refusal, and then report a
+    failed connection that does not say why.
+    """
+    try:
+        from ray._raylet import GcsClient
+        from ray.exceptions import AuthenticationError, RpcError
+    except ImportError:  # another Ray layout: ray.init will say what it can
+        return
+    from keras_nalu._startup import silenced_stderr
+
+    try:
+        with silenced_stderr():  # Ray logs the refusal in C++
+            GcsClient(address="{}:{}".format(*endpoint))
+    except AuthenticationError:
+        if _token_mode() == "token":
+            fix = (
+                "this driver's token is not the cluster's: set RAY_AUTH_TOKEN or "
+                "copy ~/.ray/auth_token from the head node"
+            )
+        else:
+            fix = (
+                "export RAY_AUTH_MODE=token, with the cluster's token in "
+                "RAY_AUTH_TOKEN or ~/.ray/auth_token (as on the head node)"
+            )
+        raise ClusterError(
+            f"the Ray cluster at {address} uses token authentication and refused "
+            f"this driver; {fix}"
+        ) from None
+    except RpcError as error:
+        raise ClusterError(
+            f"nothing at {address} answers as a Ray cluster ({first_line(error)}); "
+            "check the address (the head node's GCS port, 6379 unless `ray start "
+            "--port` said otherwise) with `ray status` there"
+        ) from None
+    except Exception:  # noqa: BLE001 - a Ray without this client: ray.init decides
+        return
+
+
+def _token_mode() -> str:
+    return os.environ.get("RAY_AUTH_MODE", "").lower()
+
+
+def _gcs_endpoint(ray) -> tuple[str, int] | None:
+    """The GCS address of the Ray this process already joined, if it has one."""
+    try:
+        address = ray.get_runtime_context().gcs_address
+        return _endpoint(address)
+    except Exception:  # noqa: BLE001 - Ray Client, or no GCS address to watch
+        return None
+
+
+def first_line(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    text = lines[0] if lines else ""
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__

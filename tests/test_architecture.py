@@ -1,0 +1,95 @@
+"""The levels of docs/architecture.md: no module imports a level above its own."""
+
+import ast
+from pathlib import Path
+
+import keras_nalu
+
+ROOT = Path(keras_nalu.__file__).parent
+
+# Lowest first; a module may import its own level and the levels below.
+LEVELS = (
+    (
+        "helpers",
+        "keras_nalu._validation keras_nalu._api keras_nalu._files "
+        "keras_nalu._optional keras_nalu._ops keras_nalu._startup "
+        "keras_nalu._backend_check keras_nalu.keras_utils",
+    ),
+    (
+        "units",
+        "keras_nalu.initializers keras_nalu.constraints keras_nalu.regularizers "
+        "keras_nalu.layers",
+    ),
+    ("callbacks", "keras_nalu.callbacks"),
+    ("tasks", "keras_nalu.tasks"),
+    ("evaluation", "keras_nalu.evaluation"),
+    ("presets", "keras_nalu.presets"),
+    (
+        "runs",
+        "keras_nalu.experiments keras_nalu.explain keras_nalu.export "
+        "keras_nalu.distribute",
+    ),
+    ("engines", "keras_nalu.sweeps.engines"),
+    ("sweeps", "keras_nalu.sweeps"),
+    ("cli", "keras_nalu.cli keras_nalu.__main__"),
+)
+
+
+def _level(module: str) -> int | None:
+    """The level of a dotted module name (its longest matching prefix)."""
+    best, length = None, -1
+    for index, (_, prefixes) in enumerate(LEVELS):
+        for prefix in prefixes.split():
+            if (module == prefix or module.startswith(prefix + ".")) and len(
+                prefix
+            ) > length:
+                best, length = index, len(prefix)
+    return best
+
+
+def _imports(tree: ast.Module) -> list[tuple[str, int]]:
+    """Every keras_nalu module imported anywhere in a file (lazy ones too)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+            "keras_nalu"
+        ):
+            if node.module == "keras_nalu":  # from keras_nalu import layers
+                found += [(f"keras_nalu.{a.name}", node.lineno) for a in node.names]
+            else:
+                found.append((node.module, node.lineno))
+        elif isinstance(node, ast.Import):
+            found += [
+                (a.name, node.lineno)
+                for a in node.names
+                if a.name.startswith("keras_nalu")
+            ]
+    return found
+
+
+def test_every_module_has_a_level():
+    for path in ROOT.rglob("*.py"):
+        module = ".".join(path.relative_to(ROOT.parent).with_suffix("").parts)
+        module = module.removesuffix(".__init__")
+        if module != "keras_nalu":
+            assert _level(module) is not None, module
+
+
+def test_no_module_imports_a_level_above_its_own():
+    upward = []
+    for path in ROOT.rglob("*.py"):
+        module = ".".join(path.relative_to(ROOT.parent).with_suffix("").parts)
+        module = module.removesuffix(".__init__")
+        if module == "keras_nalu":
+            continue
+        own = _level(module)
+        if own is None:  # test_every_module_has_a_level names it
+            continue
+        for target, line in _imports(ast.parse(path.read_text(encoding="utf-8"))):
+            level = _level(target)
+            if level is not None and level > own:
+                upward.append(
+                    f"{module} ({LEVELS[own][0]}) imports {target} "
+                    f"({LEVELS[level][0]}), line {line}"
+                )
+    assert not upward, upward
