@@ -408,6 +408,11 @@ def _sweep(args) -> int:
     if results.is_dir():
         raise ValueError(f"--results {args.results!r} is a folder; pass a CSV path.")
     check_output_folder(results.parent, "--results", args.results)
+    if args.time_limit is not None and (args.no_backup or args.ray_address):
+        raise ValueError(
+            "--time-limit stops a sweep trained here at a backup: it takes "
+            "neither --no-backup nor --ray-address."
+        )
     from keras_nalu.sweeps.ray_connection import ClusterError
 
     try:
@@ -422,10 +427,18 @@ def _sweep(args) -> int:
                 backup_every=None if args.no_backup else args.backup_every,
                 backup_dir=args.backup_dir,
                 gpus_per_chunk=args.gpus_per_chunk,
+                time_limit=args.time_limit,
+                chunks_per_device=args.chunks_per_device,
             )
     except ClusterError as error:  # not the user's input: exit 1, one line
         print(f"keras-nalu sweep: error: {error}", file=sys.stderr)
         return 1
+    if not outcome.complete:
+        print(
+            "keras-nalu sweep: stopped at --time-limit with runs left, the chunk "
+            "in training backed up; run the same command again to continue",
+            file=sys.stderr,
+        )
     print(summary_markdown(outcome))
     print(
         f"results: {outcome.path} ({len(outcome.results)} rows of this sweep: "
@@ -769,6 +782,23 @@ def _sweep_flags(sweep) -> None:
         metavar="GPUS",
         help="with --ray-address: GPUs each chunk asks Ray for (1: a GPU each; "
         "0.25: four chunks share a GPU; default 0)",
+    )
+    sweep.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop after this many seconds: no chunk starts after it, and the "
+        "chunk in training stops at its next evaluation after a backup; the same "
+        "command again continues (a local sweep with backups; default: none)",
+    )
+    sweep.add_argument(
+        "--chunks-per-device",
+        type=int,
+        default=1,
+        metavar="N",
+        help="JAX engine: chunks trained side by side on each device, for chunks "
+        "too small to fill an accelerator (on Ray: --gpus-per-chunk; default 1)",
     )
     sweep.add_argument(
         "--allow-overlap",
