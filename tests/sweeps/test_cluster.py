@@ -194,6 +194,26 @@ def test_no_word_about_backups_where_they_are_asked_for_or_refused(
         assert not list((tmp_path / "shared").iterdir())
 
 
+@pytest.mark.parametrize("address, tries", [("ray://head:10001", 2), ("head:6379", 1)])
+def test_a_ray_client_server_slow_to_start_is_tried_again(monkeypatch, address, tries):
+    calls = []
+
+    def init(address, **_):
+        calls.append(address)
+        if len(calls) == 1:
+            raise ConnectionAbortedError("Initialization failure from server:")
+
+    monkeypatch.setattr(ray, "init", init)
+    monkeypatch.setattr(ray, "shutdown", lambda: None)
+    monkeypatch.setattr(cluster.time, "sleep", lambda _: None)
+    if tries == 1:  # a plain address: Ray's own error, at once
+        with pytest.raises(ConnectionAbortedError):
+            cluster._init(ray, address)
+    else:
+        cluster._init(ray, address)
+    assert calls == [address] * tries
+
+
 def test_a_chunk_continues_from_its_backup_at_a_url(tmp_path):
     fsspec = pytest.importorskip("fsspec")
     config = ExperimentConfig(
