@@ -23,9 +23,11 @@ train: $(STAMP)
 	$(BIN)/keras-nalu train --overwrite
 
 # The core (units, regularizers, constraints, initializers, callbacks, .keras
-# files, explain) again on Keras' other backends: JAX (a test dependency),
-# PyTorch where installed. tests/test_backend_parity.py and
-# tests/test_without_tensorflow.py run JAX in a subprocess from the first run.
+# files, explain) again on Keras' other backends, JAX and PyTorch (both test
+# dependencies). tests/test_backend_parity.py runs JAX and PyTorch in
+# subprocesses from the first run (fits and .keras files across backends),
+# tests/test_without_tensorflow.py JAX. PyTorch gets one thread per test
+# worker: with two workers on two cores a second thread only spins.
 CORE_TESTS := tests/layers tests/callbacks tests/test_constraints.py \
 	tests/test_effective_weights.py tests/explain tests/test_export.py \
 	tests/test_initializers.py tests/test_learning.py tests/test_ops.py \
@@ -38,11 +40,7 @@ test: $(STAMP)
 	KERAS_BACKEND=jax $(BIN)/python -m pytest -n 2 -q $(CORE_TESTS) \
 		tests/sweeps/test_jax_engine.py
 	$(MAKE) test-without-tensorflow
-	@if $(BIN)/python -c "import torch" 2>/dev/null; then \
-		KERAS_BACKEND=torch $(BIN)/python -m pytest -n 2 -q $(CORE_TESTS); \
-	else \
-		echo "PyTorch is not installed: core tests on KERAS_BACKEND=torch skipped."; \
-	fi
+	KERAS_BACKEND=torch OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 -q $(CORE_TESTS)
 	$(MAKE) wheel-check
 
 # The route of a GPU machine that has JAX and no TensorFlow: a second

@@ -12,11 +12,12 @@ Measures, on Madsen & Johansen's (2020) NAU → NMU model (100 inputs, batch
   batch instead; their difference is the cost of the random numbers and
   targets.
 
-Each case runs in its own process with its `KERAS_BACKEND` and trains twice,
-`--warmup` and `--warmup + steps` steps; the rate is the difference of steps
-over the difference of wall times, which removes building, tracing and
-compiling. `steps` is `--steps`, or more for few replicas: at least
-`--seed-steps / R`, so that every case measures about as many seed-steps.
+Each case runs in its own process with its `KERAS_BACKEND`, trains `--warmup`
+steps once to compile, then twice more, `--warmup` and `--warmup + steps`
+steps; the rate is the difference of steps over the difference of wall times,
+which removes building, tracing and compiling. `steps` is `--steps`, or more
+for few replicas: at least `--seed-steps / R`, so that every case measures
+about as many seed-steps.
 The best of `--repeats` processes is kept (a shared machine's load
 varies). Cases whose backend is not installed are skipped (e.g. TensorFlow on
 a GPU machine that has only JAX).
@@ -54,7 +55,13 @@ def _config(**changes):
 
 
 def _rate(train, warmup: int, steps: int) -> dict:
-    """Steps per second from two runs of different length (constant costs cancel)."""
+    """Steps per second from two runs of different length (constant costs cancel).
+
+    A first, untimed run compiles: the two timed runs then reuse its compiled
+    steps alike (timing the first run itself would subtract its compilation
+    from the second's wall time, a negative rate on a fast device).
+    """
+    train(warmup)
     short = train(warmup)
     long = train(warmup + steps)
     return {

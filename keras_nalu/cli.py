@@ -69,7 +69,9 @@ def _none_type(field):
 def _train(args) -> int:
     from keras_nalu.experiments import ExperimentConfig, check_run_name, run_experiment
     from keras_nalu.export import (
+        check_export_format,
         check_output_folder,
+        export_onnx,
         export_saved_model,
         latest_version,
         save_keras_model,
@@ -97,13 +99,15 @@ def _train(args) -> int:
             f"--output-dir {args.output_dir!r}: run {name!r} exists ({run_dir}); "
             "pass --overwrite to replace it, or --name to pick another name."
         )
+    export_format = _export_format(args)
     if not args.no_export:
-        if not installed("tensorflow"):
+        if export_format == "saved_model" and not installed("tensorflow"):
             raise ValueError(
                 "the SavedModel export needs tensorflow, which is not installed: "
                 "pip install tensorflow, or pass --no-export (the run still "
-                "saves model.keras)"
+                "saves model.keras) or --export-format onnx"
             )
+        check_export_format(export_format)
         model_dir = check_output_folder(args.export_dir, "--export-dir") / name
         if model_dir.exists():
             check_output_folder(model_dir, "--export-dir", args.export_dir)
@@ -124,8 +128,9 @@ def _train(args) -> int:
         )
         write_record(record, record_path)
     elif not args.no_export:
+        export = export_onnx if export_format == "onnx" else export_saved_model
         try:
-            path = export_saved_model(
+            path = export(
                 model,
                 args.export_dir,
                 name,
@@ -138,7 +143,7 @@ def _train(args) -> int:
         except (OSError, ValueError) as error:
             export_error = _one_line(error)
         else:
-            record["saved_model"] = str(path)
+            record[export_format] = str(path)
             write_record(record, record_path)
     if args.json:
         print(json.dumps(record, indent=2, default=str))
@@ -151,13 +156,23 @@ def _train(args) -> int:
             file=sys.stderr,
         )
     if export_error is not None:
+        label = "ONNX" if export_format == "onnx" else "SavedModel"
         print(
-            f"keras-nalu train: error: the SavedModel export failed "
+            f"keras-nalu train: error: the {label} export failed "
             f"({export_error}); the record and model.keras are in {run_dir}",
             file=sys.stderr,
         )
         return 1
     return 0
+
+
+def _export_format(args) -> str:
+    """--export-format, by default a SavedModel (ONNX on PyTorch)."""
+    if args.export_format is not None:
+        return args.export_format
+    import keras
+
+    return "onnx" if keras.backend.backend() == "torch" else "saved_model"
 
 
 @contextlib.contextmanager
@@ -227,6 +242,8 @@ def _train_summary(record: dict, config, record_path) -> str:
     ]
     if "saved_model" in record:
         lines.append(f"  saved model: {record['saved_model']}")
+    if "onnx" in record:
+        lines.append(f"  onnx:        {record['onnx']}")
     return "\n".join(lines)
 
 
@@ -671,7 +688,14 @@ def _train_flags(train) -> None:
         "--output-dir", default="runs", help="result.json and model.keras"
     )
     train.add_argument("--export-dir", default="saved_models", help="SavedModel base")
-    train.add_argument("--no-export", action="store_true", help="skip the SavedModel")
+    train.add_argument(
+        "--export-format",
+        choices=["saved_model", "onnx"],
+        default=None,
+        help="saved_model (TF Serving; TensorFlow and JAX backends) or onnx "
+        "(any backend; the [onnx] extra); default saved_model, onnx on PyTorch",
+    )
+    train.add_argument("--no-export", action="store_true", help="skip the export")
     train.add_argument("--quiet", action="store_true", help="no progress bar")
     train.add_argument(
         "--json", action="store_true", help="print the whole result record as JSON"

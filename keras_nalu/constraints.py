@@ -35,9 +35,9 @@ class Clip(keras.constraints.Constraint):
 
     Example:
 
-    >>> import numpy as np, keras_nalu
+    >>> import numpy as np, keras, keras_nalu
     >>> clip = keras_nalu.constraints.Clip(-1, 1)
-    >>> clip(np.array([-3.0, 0.5, 2.0], "float32")).numpy()
+    >>> keras.ops.convert_to_numpy(clip(np.array([-3.0, 0.5, 2.0], "float32")))
     array([-1. ,  0.5,  1. ], dtype=float32)
 
     Reference: Madsen & Johansen (2020), §2.2 and §2.5.
@@ -79,14 +79,14 @@ class ForwardClip(Clip):
 
     Example:
 
-    >>> import numpy as np, keras_nalu
+    >>> import numpy as np, keras, keras_nalu
     >>> gate = keras_nalu.constraints.ForwardClip(0, 1)
     >>> gate(np.array([-0.5, 0.5, 1.5], "float32"))  # the stored weight: free
     array([-0.5,  0.5,  1.5], dtype=float32)
     >>> layer = keras_nalu.layers.RealNPU(1, gate_constraint="forward_clip")
     >>> layer.build((None, 3))
     >>> _ = layer.gate.assign([-0.5, 0.5, 1.5])
-    >>> layer.gate_values().numpy()  # what the forward pass uses
+    >>> keras.ops.convert_to_numpy(layer.gate_values())  # what the forward pass uses
     array([0. , 0.5, 1. ], dtype=float32)
 
     Reference: Mistry, Farrahi & Hare (2022), the Real NPU baseline of their

@@ -1,16 +1,20 @@
-"""Export for serving: TF Serving's SavedModel layout plus a small manifest.
+"""Export for serving: TF Serving's SavedModel layout or ONNX, plus a manifest.
 
 Layout: `<export_dir>/<name>/<integer version>/saved_model.pb` (what TF
-Serving's file-system source expects) and `<export_dir>/<name>/manifest.json`
-describing every version: the task, the run's config and its result. TF
-Serving serves the highest version; the manifest names it `latest`.
+Serving's file-system source expects), or `.../<version>/model.onnx`, and
+`<export_dir>/<name>/manifest.json` describing every version: its format,
+the task, the run's config and its result. TF Serving serves the highest
+version; the manifest names it `latest`.
 """
 
+import contextlib
 import functools
+import io
 import json
 import os
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 
 import keras
@@ -27,6 +31,12 @@ _JAX2TF_OPTIONS = {"with_gradient": False}
 
 MIN_FREE_BYTES = 16 * 2**20
 """Free space an output folder needs: a run's files take well under 1 MiB."""
+
+EXPORT_FORMATS = ("saved_model", "onnx")
+"""What `keras-nalu train --export-format` writes."""
+
+#: The converter Keras' ONNX export uses on each backend, and what it is in.
+_ONNX_CONVERTERS = {"tensorflow": "tf2onnx", "jax": "jax2onnx", "torch": "onnxscript"}
 
 
 def check_output_folder(
@@ -144,7 +154,7 @@ def export_saved_model(
     shape (batch, input_size)", not inside a MatMul; an empty batch gives an
     empty prediction. Writing it needs TensorFlow too, on the JAX backend as
     well (Keras converts the model with jax2tf); the export of either backend
-    serves alike.
+    serves alike. On PyTorch, export to ONNX (`export_onnx`).
 
     The new version becomes the manifest's `latest`, and the version TF
     Serving serves: this function always writes it. (`keras-nalu train`
@@ -163,6 +173,7 @@ def export_saved_model(
 
     Raises:
         ImportError: TensorFlow is not installed (one line saying so).
+        ValueError: Keras runs on PyTorch.
 
     Example:
 
@@ -173,6 +184,137 @@ def export_saved_model(
     >>> path.name
     '1'
     """
+    check_export_format("saved_model")
+    model_dir, version, path = _new_version(export_dir, name, version)
+    _export_checked(model, path)
+    _record_version(
+        model_dir,
+        name,
+        version,
+        {
+            "format": "saved_model",
+            "path": str(Path(name) / str(version)),
+            "signature": "serving_default",
+            "input_shape": _input_shape(model),
+            "input_dtype": "float32",
+            **(manifest or {}),
+        },
+    )
+    return path
+
+
+def check_export_format(export_format: str) -> None:
+    """Fails now, in one line, where this backend cannot write `export_format`.
+
+    A SavedModel needs TensorFlow, and Keras writes one on the TensorFlow and
+    JAX backends (on PyTorch only through torch_xla). ONNX needs the
+    converter Keras uses on the backend: tf2onnx (TensorFlow), jax2onnx
+    (JAX) or onnxscript (PyTorch), all in the `[onnx]` extra.
+
+    Raises:
+        ValueError: an unknown format, or a SavedModel on PyTorch.
+        ImportError: what the export needs is not installed.
+    """
+    if export_format not in EXPORT_FORMATS:
+        raise ValueError(
+            f"export_format must be one of {list(EXPORT_FORMATS)}. "
+            f"Received: export_format={export_format!r}"
+        )
+    backend = keras.backend.backend()
+    if export_format == "saved_model":
+        if backend not in ("tensorflow", "jax"):
+            raise ValueError(
+                "A SavedModel export needs the TensorFlow or JAX backend; Keras "
+                f"runs on {backend!r}. Export to ONNX instead (export_onnx; "
+                "keras-nalu train --export-format onnx)."
+            )
+        require("tensorflow", "SavedModel export")
+        return
+    extra = "keras-arithmetic-units[onnx]"
+    converter = _ONNX_CONVERTERS.get(backend)
+    if converter is None:
+        raise ValueError(
+            f"Keras exports ONNX on the {', '.join(_ONNX_CONVERTERS)} backends; "
+            f"Keras runs on {backend!r}."
+        )
+    require("onnx", "ONNX export", extra)
+    require(converter, f"ONNX export on {backend}", extra)
+
+
+def export_onnx(
+    model: keras.Model,
+    export_dir: str | os.PathLike = "saved_models",
+    name: str = "model",
+    version: int | None = None,
+    manifest: dict | None = None,
+) -> Path:
+    """Exports `model` as ONNX and records it in the manifest.
+
+    Writes `<export_dir>/<name>/<version>/model.onnx` with Keras'
+    `model.export(format="onnx")`, on any of the three backends. The graph
+    maps a float32 batch `(batch, input_size)` to the prediction, the batch
+    size left free; loading it needs an ONNX runtime only, e.g.
+    `onnxruntime.InferenceSession`, which refuses an input of another width.
+
+    Args:
+        model: a built Keras model with one input.
+        export_dir: the base folder.
+        name: the model's name, a folder under `export_dir`.
+        version: the integer version; default one more than the highest.
+        manifest: extra JSON-able facts to record (task, config, result).
+
+    Returns:
+        The `.onnx` file.
+
+    Raises:
+        ImportError: the backend's converter is not installed (one line
+            naming the `[onnx]` extra).
+
+    Example:
+
+    >>> import keras, keras_nalu, tempfile
+    >>> from keras_nalu.export import export_onnx
+    >>> model = keras.Sequential([keras.Input((2,)), keras_nalu.NAU(1)])
+    >>> export_onnx(model, tempfile.mkdtemp(), "adder").name
+    'model.onnx'
+    """
+    check_export_format("onnx")
+    model_dir, version, path = _new_version(export_dir, name, version)
+    # Keras exports a model it has called; JAX's `fit` and `predict` run the
+    # model statelessly, which does not count.
+    model(np.zeros((1, *model.inputs[0].shape[1:]), "float32"))
+    path.mkdir(parents=True)
+    file = path / "model.onnx"
+    with _quiet_converters():
+        model.export(str(file), format="onnx", verbose=False)
+    _record_version(
+        model_dir,
+        name,
+        version,
+        {
+            "format": "onnx",
+            "path": str(Path(name) / str(version) / file.name),
+            "input_shape": _input_shape(model),
+            "input_dtype": "float32",
+            **(manifest or {}),
+        },
+    )
+    return file
+
+
+@contextlib.contextmanager
+def _quiet_converters():
+    """tf2onnx and PyTorch's exporter print to stdout and warn at length."""
+    with (
+        warnings.catch_warnings(),
+        contextlib.redirect_stdout(io.StringIO()),
+    ):
+        warnings.simplefilter("ignore")
+        yield
+
+
+def _new_version(export_dir, name: str, version: int | None):
+    """`(model folder, version, version folder)`; the version folder is new."""
     model_dir = Path(export_dir) / name
     version = next_version(model_dir) if version is None else int(version)
     if version < 1:
@@ -180,27 +322,25 @@ def export_saved_model(
     path = model_dir / str(version)
     if path.exists():
         raise FileExistsError(
-            f"{path} exists; TF Serving versions are immutable: pick another "
-            "version or remove it."
+            f"{path} exists; versions are immutable (as TF Serving's): pick "
+            "another version or remove it."
         )
-    _export_checked(model, path)
-    input_shape = [None if d is None else int(d) for d in model.inputs[0].shape]
-    entry = {
-        "version": version,
-        "path": str(Path(name) / str(version)),
-        "signature": "serving_default",
-        "input_shape": input_shape,
-        "input_dtype": "float32",
-        **(manifest or {}),
-    }
+    return model_dir, version, path
+
+
+def _input_shape(model) -> list:
+    return [None if d is None else int(d) for d in model.inputs[0].shape]
+
+
+def _record_version(model_dir: Path, name: str, version: int, entry: dict) -> None:
+    """Adds `entry` as `version` to `model_dir`'s manifest (atomically)."""
     manifest_path = model_dir / MANIFEST
     document = {"name": name, "versions": {}}
     if manifest_path.exists():
         document = json.loads(manifest_path.read_text())
-    document["versions"][str(version)] = entry
+    document["versions"][str(version)] = {"version": version, **entry}
     document["latest"] = max(int(v) for v in document["versions"])
     _write_json(manifest_path, document)
-    return path
 
 
 def _export_checked(model: keras.Model, path: Path) -> None:

@@ -2,9 +2,10 @@
 
 Each scenario builds its model from hand-set weights (backends draw different
 random numbers from the same seed), trains with plain SGD on fixed data in a
-fixed order, and returns what it measured as JSON-native values. The test
+fixed order, and returns what it measured as JSON-native values, or
+`{"skipped": reason}` where the backend cannot run it. The test
 (tests/test_backend_parity.py) runs them here and, in a fresh process, under
-the other backend: `python -m tests._parity OUT.json` with KERAS_BACKEND set.
+each other backend: `python -m tests._parity OUT.json` with KERAS_BACKEND set.
 """
 
 import json
@@ -14,10 +15,23 @@ import traceback
 import keras
 import numpy as np
 
-from keras_nalu.callbacks import RegularizationSchedule, Reinitialization
+from keras_nalu.callbacks import (
+    LossGatedRegularization,
+    RegularizationSchedule,
+    Reinitialization,
+    find_scheduled_regularizers,
+)
 from keras_nalu.evaluation import SuccessCriterion
 from keras_nalu.layers import NAU, NMU, ArithmeticCell
-from keras_nalu.regularizers import Sparsity
+from keras_nalu.regularizers import (
+    L1,
+    NegativeL2,
+    OutOfBounds,
+    Saturation,
+    Sparsity,
+    Sum,
+    UnitMagnitude,
+)
 
 #: 40 SGD steps of batch 4: the λ ramp of `Sparsity(start=10, end=20)` lies
 #: inside the run, and both kernels reach their clamps.
@@ -48,11 +62,20 @@ def _weights(model):
     return [keras.ops.convert_to_numpy(w).tolist() for w in model.trainable_weights]
 
 
-def schedule(steps_per_execution=1, with_schedule=True):
-    """NAU(2) → NMU(1), λ ramped over steps 10 → 20 by RegularizationSchedule."""
+def schedule(steps_per_execution=1, with_schedule=True, jit_compile=False):
+    """NAU(2) → NMU(1), λ ramped over steps 10 → 20 by RegularizationSchedule.
+
+    With `jit_compile` the train step is compiled: XLA on TensorFlow,
+    `jax.jit` on JAX, `torch.compile` on PyTorch.
+    """
+    if steps_per_execution > 1 and keras.backend.backend() == "torch":
+        return {"skipped": "Keras' PyTorch trainer takes one step per execution"}
     model = _nau_nmu()
     model.compile(
-        keras.optimizers.SGD(0.05), "mse", steps_per_execution=steps_per_execution
+        keras.optimizers.SGD(0.05),
+        "mse",
+        steps_per_execution=steps_per_execution,
+        jit_compile=jit_compile,
     )
     x, t = _data(STEPS * BATCH)
     callbacks = [RegularizationSchedule()] if with_schedule else []
@@ -126,10 +149,110 @@ def success_criterion():
     }
 
 
+def regularizers(regularized=True):
+    """Every weight regularizer on NAU(2) → NMU(1), each on its own schedule.
+
+    The NAU is unclamped (so `OutOfBounds` has work) and carries a ramped
+    `Sparsity`, a ramped `OutOfBounds` and a loss-gated `Saturation` that
+    `LossGatedRegularization` switches on after the first epoch; the NMU a
+    ramped `UnitMagnitude`, Heim et al.'s growing `L1` and a ramped
+    `NegativeL2`. 4 epochs of 10 steps.
+    """
+    nau_regularizer = nmu_regularizer = None
+    if regularized:
+        nau_regularizer = Sum(
+            [
+                Sparsity(1.0, start=10, end=20),
+                OutOfBounds(0.5, start=0, end=10),
+                Saturation(0.1, threshold=2.0, loss_threshold=100.0, warmup_epochs=1),
+            ]
+        )
+        nmu_regularizer = Sum(
+            [
+                UnitMagnitude(0.5, start=5, end=25),
+                L1(0.1, initial_strength=1e-3, growth_every=10),
+                NegativeL2(0.2, start=20, end=30),
+            ]
+        )
+    nau = NAU(2, kernel_regularizer=nau_regularizer, kernel_constraint=None, name="nau")
+    nmu = NMU(1, kernel_regularizer=nmu_regularizer, name="nmu")
+    model = keras.Sequential([keras.Input((4,)), nau, nmu])
+    nau.kernel.assign(np.array(NAU_KERNEL, "float32"))
+    nmu.kernel.assign(np.array(NMU_KERNEL, "float32"))
+    model.compile(keras.optimizers.SGD(0.05), "mse", metrics=["mse"])
+    x, t = _data(10 * BATCH)
+    callbacks = [RegularizationSchedule(), LossGatedRegularization(monitor="mse")]
+    history = model.fit(
+        x,
+        t,
+        batch_size=BATCH,
+        epochs=4,
+        shuffle=False,
+        callbacks=callbacks if regularized else [],
+        verbose=0,
+    )
+    strengths = {
+        type(r).__name__: float(keras.ops.convert_to_numpy(r.current_strength))
+        for r in find_scheduled_regularizers(model)
+    }
+    return {
+        "weights": _weights(model),
+        "loss": history.history["loss"],
+        "strengths": strengths,
+        "saturation": history.history.get("saturation_strength"),
+    }
+
+
+def snmu():
+    """NAU(2) → sNMU(1): noise in the 10 training steps, none at inference.
+
+    The backends draw other noise from the same seed, so what is compared is
+    what the noise does: it changes the fit (against the plain NMU from the
+    same weights), it is drawn once per training step (the seed generator's
+    counter), and `predict`/`evaluate` neither draw nor apply it.
+    """
+
+    def fit(noise):
+        nau = NAU(2, kernel_regularizer=None, name="nau")
+        unit = NMU(1, kernel_regularizer=None, noise=noise, seed=3, name="nmu")
+        model = keras.Sequential([keras.Input((4,)), nau, unit])
+        nau.kernel.assign(np.array(NAU_KERNEL, "float32"))
+        unit.kernel.assign(np.array(NMU_KERNEL, "float32"))
+        model.compile(keras.optimizers.SGD(0.05), "mse")
+        x, t = _data(10 * BATCH)
+        model.fit(x, t, batch_size=BATCH, shuffle=False, verbose=0)
+        return model, unit
+
+    def counter(unit):
+        return int(keras.ops.convert_to_numpy(unit.seed_generator.state)[1])
+
+    noisy, unit = fit((1.0, 5.0))
+    plain, _ = fit(None)
+    after_fit = counter(unit)
+    x, t = _data(64, seed=1)
+    predicted = noisy.predict(x, verbose=0)
+    evaluated = noisy.evaluate(x, t, verbose=0)
+    # The plain NMU with the sNMU's trained weights: the inference function.
+    clone, _ = fit(None)
+    clone.set_weights(noisy.get_weights())
+    return {
+        "weights": _weights(noisy),
+        "plain_weights": _weights(plain),
+        "draws_in_fit": after_fit,
+        "draws_after_inference": counter(unit),
+        "predict_gap": float(np.abs(predicted - clone.predict(x, verbose=0)).max()),
+        "evaluate_gap": abs(evaluated - clone.evaluate(x, t, verbose=0)),
+    }
+
+
 SCENARIOS = {
     "schedule": schedule,
     "schedule_blocks_of_4": lambda: schedule(steps_per_execution=4),
+    "schedule_compiled": lambda: schedule(jit_compile=True),
     "no_schedule": lambda: schedule(with_schedule=False),
+    "regularizers": regularizers,
+    "no_regularizers": lambda: regularizers(regularized=False),
+    "snmu": snmu,
     "recurrent_schedule": recurrent_schedule,
     "reinitialization": reinitialization,
     "success_criterion": success_criterion,

@@ -29,8 +29,19 @@ float64_functions = pytest.mark.skipif(
     reason=f"Keras computes exp/log/tanh/sigmoid of float64 in float32 on {BACKEND}",
 )
 
+#: For float64 tests (tests/conftest.py puts it on every test marked
+#: `float64`): Keras' PyTorch backend computes `matmul`, `prod`, `minimum`
+#: and `maximum` of float64 tensors in float32 and returns float32
+#: (`keras.backend.result_type` maps float64 to float32 outside TensorFlow,
+#: and PyTorch has no switch like JAX's x64; Keras 3.15), so a float64 unit
+#: computes in float32 there.
+float64_arithmetic = pytest.mark.skipif(
+    BACKEND == "torch",
+    reason="Keras' torch backend computes matmul/prod/minimum of float64 in float32",
+)
+
 #: A `dtype` parametrization: float64 carries the `float64` mark, under
-#: which JAX computes in float64 (tests/conftest.py).
+#: which JAX computes in float64 and PyTorch skips (tests/conftest.py).
 FLOAT_DTYPES = ["float32", pytest.param("float64", marks=pytest.mark.float64)]
 
 #: The same for units that take exp, log, tanh or sigmoid (`float64_functions`).

@@ -1,9 +1,11 @@
 """Helpers shared by the test modules."""
 
+import fcntl
 import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 
 def run_in_fresh_python(
@@ -26,6 +28,26 @@ def run_in_fresh_python(
         f"fresh process failed ({completed.returncode}):\n{completed.stderr[-4000:]}"
     )
     return completed.stdout
+
+
+def shared_folder(tmp_path_factory, name: str, fill) -> Path:
+    """A folder that `fill(folder)` fills once per test run.
+
+    pytest-xdist gives each worker its own module fixtures; a fixture that
+    runs other processes for a minute would run once per worker. This one
+    runs once: the workers share the folder (in the run's temporary folder)
+    and take turns on a lock; the first fills it, the others find it full.
+    """
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if "PYTEST_XDIST_WORKER" in os.environ else base
+    folder = root / name
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / ".filled").exists():
+            folder.mkdir(exist_ok=True)
+            fill(folder)
+            (folder / ".filled").touch()
+    return folder
 
 
 def load_backup_state(source) -> tuple[dict, dict]:

@@ -1,12 +1,17 @@
 """Training reads the current λ, weights and clamps on every backend.
 
-The scenarios of tests/_parity.py run here and, in a fresh process, under the
-other backend (JAX when this run is TensorFlow's, TensorFlow otherwise), from
-the same hand-set weights, data and order: the results must agree to float
-rounding. Under JAX the compiled train step keeps the variables inside its
-loop, so a λ, a clamp or a re-drawn weight the step did not see would show up
-here as a difference (the λ schedule did, before the units listed their
-regularizers' strengths among their variables).
+The scenarios of tests/_parity.py run here and, in a fresh process, under
+each other backend (TensorFlow, JAX, PyTorch), from the same hand-set
+weights, data and order: the results must agree to float rounding. A
+compiled train step (JAX's, or any backend's with `jit_compile=True`) takes
+the model's variables as arguments, so a λ, a clamp or a re-drawn weight the
+step did not see would show up here as a difference (the λ schedule did on
+JAX, before the units listed their regularizers' strengths among their
+variables).
+
+`.keras` files move between the backends too: each backend saves a model of
+every unit (tests/_keras_files.py), and every other one loads it and
+predicts the same to float32 rounding.
 """
 
 import importlib.util
@@ -19,12 +24,36 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests import _parity
+from tests import _keras_files, _parity
 from tests.backend import BACKEND
+from tests.helpers import shared_folder
 
 ROOT = Path(__file__).resolve().parents[1]
-OTHER = "jax" if BACKEND == "tensorflow" else "tensorflow"
+BACKENDS = ("tensorflow", "jax", "torch")
+OTHERS = [name for name in BACKENDS if name != BACKEND]
 TOLERANCE = {"rtol": 1e-5, "atol": 1e-6}
+
+
+def run_module(module, backend, *args):
+    """`python -m module *args` in a fresh process under `backend`."""
+    # every backend is a test dependency (pyproject's test extra)
+    assert importlib.util.find_spec(backend) is not None, f"{backend} is not installed"
+    completed = subprocess.run(
+        [sys.executable, "-m", module, *map(str, args)],
+        cwd=ROOT,
+        env={
+            **os.environ,
+            "KERAS_BACKEND": backend,
+            "TF_CPP_MIN_LOG_LEVEL": "3",
+            # one thread per process: PyTorch's second one only spins when
+            # the other test worker holds the other core
+            "OMP_NUM_THREADS": "1",
+        },
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert completed.returncode == 0, completed.stderr[-4000:]
 
 
 @pytest.fixture(scope="module")
@@ -32,28 +61,28 @@ def here():
     return _parity.run_all()["results"]
 
 
-@pytest.fixture(scope="module")
-def there(tmp_path_factory):
-    # both backends are test dependencies (pyproject's test extra)
-    assert importlib.util.find_spec(OTHER) is not None, f"{OTHER} is not installed"
-    out = tmp_path_factory.mktemp("parity") / f"{OTHER}.json"
-    completed = subprocess.run(
-        [sys.executable, "-m", "tests._parity", str(out)],
-        cwd=ROOT,
-        env={**os.environ, "KERAS_BACKEND": OTHER, "TF_CPP_MIN_LOG_LEVEL": "3"},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert completed.returncode == 0, completed.stderr[-4000:]
-    report = json.loads(out.read_text())
-    assert report["backend"] == OTHER
+@pytest.fixture(scope="module", params=OTHERS)
+def there(request, tmp_path_factory):
+    def fill(folder):
+        run_module("tests._parity", request.param, folder / "results.json")
+
+    folder = shared_folder(tmp_path_factory, f"parity-{request.param}", fill)
+    report = json.loads((folder / "results.json").read_text())
+    assert report["backend"] == request.param
     return report["results"]
 
 
 def result(results, scenario):
     outcome = results[scenario]
     assert "error" not in outcome, outcome.get("error")
+    return outcome
+
+
+def ran(results, scenario):
+    """The outcome, or a skip with the backend's reason."""
+    outcome = result(results, scenario)
+    if "skipped" in outcome:
+        pytest.skip(outcome["skipped"])
     return outcome
 
 
@@ -72,20 +101,24 @@ def assert_same_fit(first, second):
     [
         "schedule",
         "schedule_blocks_of_4",
+        "schedule_compiled",
         "no_schedule",
+        "regularizers",
+        "no_regularizers",
         "recurrent_schedule",
         "reinitialization",
     ],
 )
 def test_fit_matches_the_other_backend(here, there, scenario):
-    assert_same_fit(result(here, scenario), result(there, scenario))
+    assert_same_fit(ran(here, scenario), ran(there, scenario))
 
 
-def test_the_schedule_changes_the_fit(here):
+def test_the_schedule_changes_the_fit(here, there):
     # λ ramps to 1 over steps 10 → 20 of 40: without the callback it stays 0.
-    scheduled = flat(result(here, "schedule")["weights"])
-    unscheduled = flat(result(here, "no_schedule")["weights"])
-    assert np.abs(scheduled - unscheduled).max() > 0.1
+    for results in (here, there):
+        scheduled = flat(result(results, "schedule")["weights"])
+        unscheduled = flat(result(results, "no_schedule")["weights"])
+        assert np.abs(scheduled - unscheduled).max() > 0.1
 
 
 def test_lambda_is_held_over_each_execution_block(here, there):
@@ -93,8 +126,42 @@ def test_lambda_is_held_over_each_execution_block(here, there):
     # λ(12), ...): another fit, the same one on both backends.
     for results in (here, there):
         every_step = flat(result(results, "schedule")["weights"])
-        blocks = flat(result(results, "schedule_blocks_of_4")["weights"])
+        blocks = flat(ran(results, "schedule_blocks_of_4")["weights"])
         assert np.abs(every_step - blocks).max() > 1e-3
+
+
+def test_every_regularizer_acts_at_its_step(here, there):
+    # Weights and losses match the other backend (above); here, that the
+    # regularizers were in the fit at all, at the strengths they name.
+    for results in (here, there):
+        outcome = result(results, "regularizers")
+        plain = flat(result(results, "no_regularizers")["weights"])
+        assert np.abs(flat(outcome["weights"]) - plain).max() > 0.1
+        assert outcome["strengths"] == pytest.approx(
+            {
+                "Sparsity": 1.0,  # ramped over steps 10 → 20 of 40
+                "OutOfBounds": 0.5,  # 0 → 10
+                "Saturation": 0.1,  # switched on by the loss gate
+                "UnitMagnitude": 0.5,  # 5 → 25
+                "L1": 0.1,  # 1e-3, ×10 every 10 steps, capped at 0.1
+                "NegativeL2": 0.2,  # 20 → 30
+            }
+        )
+        # The loss gate opens after the first epoch (warmup_epochs=1).
+        assert outcome["saturation"] == pytest.approx([0.1] * 4)
+
+
+def test_snmu_noise_acts_in_training_only(here, there):
+    # The backends draw other noise from the same seed: what must agree is
+    # when it is drawn and applied.
+    for results in (here, there):
+        outcome = result(results, "snmu")
+        noisy, plain = flat(outcome["weights"]), flat(outcome["plain_weights"])
+        assert np.abs(noisy - plain).max() > 0.05  # the noise changed the fit
+        assert outcome["draws_in_fit"] == 10  # one draw per training step
+        assert outcome["draws_after_inference"] == 10  # predict/evaluate: none
+        assert outcome["predict_gap"] == 0.0  # inference is the plain NMU
+        assert outcome["evaluate_gap"] == 0.0
 
 
 def test_clamps_hold_the_weights_on_their_bounds(here, there):
@@ -125,3 +192,34 @@ def test_success_criterion_measures_the_current_weights(here, there):
     np.testing.assert_allclose(ours, theirs, **TOLERANCE)
     interpolation = [mse for _, mse, _ in ours]
     assert len(set(interpolation)) == len(interpolation)  # the model moved
+
+
+@pytest.fixture(scope="module")
+def keras_files(tmp_path_factory):
+    """Each backend saves its file, then loads every other backend's."""
+    first, second = OTHERS
+
+    def fill(directory):
+        _keras_files.save(directory)
+        run_module("tests._keras_files", first, directory, "save")
+        run_module("tests._keras_files", second, directory, "save", "load")
+        run_module("tests._keras_files", first, directory, "load")
+        _keras_files.load(directory)
+
+    return shared_folder(tmp_path_factory, "keras_files", fill)
+
+
+@pytest.mark.parametrize("saved_by", BACKENDS)
+def test_keras_files_move_between_backends(keras_files, saved_by):
+    with np.load(keras_files / f"{saved_by}.npz") as saved:
+        expected = saved["predictions"]
+    assert np.all(np.isfinite(expected))
+    for read_by in BACKENDS:
+        if read_by == saved_by:
+            continue
+        with np.load(keras_files / f"{saved_by}-read-by-{read_by}.npz") as read:
+            np.testing.assert_allclose(
+                read["predictions"], expected, rtol=1e-6, atol=1e-6
+            )
+            assert int(read["iterations"]) == 6  # the optimizer's state too
+            assert int(read["regularizers"]) == 9

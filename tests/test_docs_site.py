@@ -5,6 +5,7 @@ what its helpers do.
 """
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -83,3 +84,22 @@ def test_grouped_arguments_become_one_entry_each(docstrings):
         "Returns:",
         "    x, y: z.",
     ]
+
+
+def test_every_cell_of_the_backends_table_names_a_test():
+    text = (ROOT / "docs" / "backends.md").read_text(encoding="utf-8")
+    header = "| backend | layers | `fit` | callbacks | replica engines | export |"
+    lines = text[text.index(header) :].splitlines()
+    rows = [line for line in lines[2:] if line.startswith("|")][:3]
+    assert [row.split("|")[1].strip() for row in rows] == [
+        "TensorFlow",
+        "JAX",
+        "PyTorch",
+    ]
+    for row in rows:
+        for cell in row.split("|")[2:-1]:
+            named = re.findall(r"`(tests/[\w/]+\.py)::(test_\w+)`", cell)
+            assert named, f"no test named in: {cell.strip()}"
+            for path, name in named:
+                source = (ROOT / path).read_text(encoding="utf-8")
+                assert re.search(rf"^def {name}\(", source, re.M), f"{path}::{name}"

@@ -1,4 +1,5 @@
-"""export_saved_model: a SavedModel TF Serving loads, written on TF or JAX."""
+"""export_saved_model: a SavedModel TF Serving loads, written on TF or JAX;
+export_onnx: an ONNX file ONNX Runtime serves, written on every backend."""
 
 import json
 
@@ -7,8 +8,8 @@ import numpy as np
 import pytest
 
 from keras_nalu._optional import installed
-from keras_nalu.export import MANIFEST, export_saved_model
-from keras_nalu.layers import NAU, NMU
+from keras_nalu.export import MANIFEST, export_onnx, export_saved_model
+from keras_nalu.layers import NAU, NMU, NPU, iNALU
 from tests.backend import BACKEND
 from tests.helpers import run_in_fresh_python
 from tests.serving import serve_in_fresh_process
@@ -92,3 +93,39 @@ def test_both_exports_check_the_width_and_serve_an_empty_batch(tmp_path):
         ) in served["error"]
         # TensorFlow's few lines around it, not a dump of the converted module
         assert len(served["error"]) < 1000 and "refinement" not in served["error"]
+
+
+def test_saved_model_export_on_pytorch_says_to_export_onnx(tmp_path):
+    if BACKEND != "torch":
+        pytest.skip("Keras writes SavedModels on TensorFlow and JAX")
+    model = keras.Sequential([keras.Input((3,)), NAU(1)])
+    with pytest.raises(ValueError, match=r"Export to ONNX instead"):
+        export_saved_model(model, tmp_path, "nau")
+    assert not (tmp_path / "nau").exists()
+
+
+def test_onnx_export_serves_the_same_outputs(tmp_path):
+    import onnxruntime
+
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((3,))
+    hidden = NAU(2)(inputs)
+    outputs = keras.layers.Concatenate()([NMU(1)(hidden), iNALU(1)(hidden)])
+    model = keras.Model(inputs, keras.layers.Concatenate()([outputs, NPU(1)(inputs)]))
+    x = np.random.default_rng(0).uniform(-2.0, 2.0, (6, 3)).astype("float32")
+    path = export_onnx(model, tmp_path, "units", manifest={"task": "mul"})
+    assert path == tmp_path / "units" / "1" / "model.onnx"
+    session = onnxruntime.InferenceSession(str(path))
+    (served,) = session.run(None, {session.get_inputs()[0].name: x})
+    expected = model.predict(x, verbose=0)
+    np.testing.assert_allclose(served, expected, rtol=1e-5, atol=1e-6)
+    # The batch size is free; the width is part of the graph.
+    (one,) = session.run(None, {session.get_inputs()[0].name: x[:1]})
+    np.testing.assert_allclose(one, served[:1], rtol=1e-6, atol=1e-7)
+    with pytest.raises(Exception, match="dimensions"):
+        session.run(None, {session.get_inputs()[0].name: np.ones((2, 4), "float32")})
+    entry = json.loads((tmp_path / "units" / MANIFEST).read_text())["versions"]["1"]
+    assert entry["format"] == "onnx"
+    assert entry["path"] == "units/1/model.onnx"
+    assert entry["input_shape"] == [None, 3]
+    assert entry["task"] == "mul"

@@ -216,4 +216,4 @@ def test_a_keras_file_needs_the_import_that_registers_the_units(saved):
         readme
     )
     assert "Could not locate class 'NAU'" in readme
-    assert "`[jax]` (Keras' JAX backend" in readme
+    assert '| JAX | `pip install ".[jax]"` |' in readme  # the extra of each backend

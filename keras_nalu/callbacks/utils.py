@@ -21,14 +21,15 @@ def find_scheduled_regularizers(model) -> list[ScheduledRegularizer]:
 
 
 def loss_gated_regularizers(layers) -> list:
-    """The loss-gated regularizers (`Saturation` with a threshold) of `layers`."""
+    """The loss-gated regularizers (`Saturation` with a threshold) of `layers`.
+
+    Those inside a `Sum` count too.
+    """
     found = {}
     for layer in layers:
-        candidates = list(vars(layer).values())
-        candidates += [getattr(w, "regularizer", None) for w in layer.weights]
-        for candidate in candidates:
-            if getattr(candidate, "loss_gated", False):
-                found[id(candidate)] = candidate
+        for regularizer in held_scheduled_regularizers(layer, layer.weights):
+            if getattr(regularizer, "loss_gated", False):
+                found[id(regularizer)] = regularizer
     return list(found.values())
 
 

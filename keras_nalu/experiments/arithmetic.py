@@ -286,13 +286,19 @@ def execution_size(config: ExperimentConfig) -> int:
     """The run's steps per execution: `steps_per_execution` cut to divide `eval_every`.
 
     Every evaluation then falls at the end of an execution, and λ(t) changes
-    only at its multiples.
+    only at its multiples. On PyTorch it is 1: Keras' PyTorch trainer takes
+    one step per execution.
 
     Example:
 
-    >>> execution_size(ExperimentConfig(steps_per_execution=300, eval_every=1_000))
-    100
+    >>> import keras
+    >>> size = execution_size(
+    ...     ExperimentConfig(steps_per_execution=300, eval_every=1_000))
+    >>> size == (1 if keras.backend.backend() == "torch" else 100)
+    True
     """
+    if keras.backend.backend() == "torch":
+        return 1
     return math.gcd(config.steps_per_execution, config.eval_every)
 
 

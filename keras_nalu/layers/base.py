@@ -66,11 +66,12 @@ class ArithmeticLayer(keras.layers.Layer):
 
         Example:
 
-        >>> import keras_nalu
+        >>> import keras, keras_nalu
         >>> layer = keras_nalu.layers.NAU(1)
         >>> layer.build((None, 2))
         >>> _ = layer.kernel.assign([[1.5], [-0.25]])  # stored, out of the box
-        >>> layer.effective_weights()["kernel"].numpy().tolist()
+        >>> kernel = layer.effective_weights()["kernel"]
+        >>> keras.ops.convert_to_numpy(kernel).tolist()
         [[1.0], [-0.25]]
         """
         raise NotImplementedError(

@@ -42,7 +42,8 @@ class ArithmeticCell(keras.layers.Layer):
     >>> rnn = keras.layers.RNN(cell, return_sequences=True)
     >>> _ = rnn(np.zeros((1, 1, 1), "float32"))
     >>> _ = cell.unit.kernel.assign([[1.0], [1.0]])
-    >>> rnn(np.array([[[1.0], [2.0], [3.0]]], "float32")).numpy()[0, :, 0]
+    >>> y = rnn(np.array([[[1.0], [2.0], [3.0]]], "float32"))
+    >>> keras.ops.convert_to_numpy(y)[0, :, 0]
     array([1., 3., 6.], dtype=float32)
 
     Reference: Trask et al. (2018), App. B (recurrent arithmetic task);

@@ -46,13 +46,14 @@ class GatedNAUNMU(ArithmeticLayer):
 
     Example:
 
-    >>> import numpy as np, keras_nalu
+    >>> import numpy as np, keras, keras_nalu
     >>> layer = keras_nalu.layers.GatedNAUNMU(1)
     >>> layer.build((None, 2))
     >>> _ = layer.nau.kernel.assign([[1.0], [1.0]])
     >>> _ = layer.nmu.kernel.assign([[1.0], [1.0]])
     >>> _ = layer.gate.assign([[0.0], [0.0]])
-    >>> layer(np.array([[2.0, 4.0]], "float32")).numpy()  # ½(2 + 4) + ½(2·4)
+    >>> y = layer(np.array([[2.0, 4.0]], "float32"))  # ½(2 + 4) + ½(2·4)
+    >>> keras.ops.convert_to_numpy(y)
     array([[7.]], dtype=float32)
 
     Reference: Madsen & Johansen, "Neural Arithmetic Units", ICLR 2020, §2.8

@@ -92,13 +92,13 @@ class iNALU(ArithmeticLayer):
 
     Example:
 
-    >>> import numpy as np, keras_nalu
+    >>> import numpy as np, keras, keras_nalu
     >>> layer = keras_nalu.layers.iNALU(1)
     >>> layer.build((None, 2))
     >>> _ = layer.mul_w_hat.assign([[20.0], [20.0]])
     >>> _ = layer.mul_m_hat.assign([[20.0], [20.0]])
     >>> _ = layer.gate.assign([-20.0])
-    >>> layer(np.array([[-3.0, 4.0]], "float32")).numpy().round(3)
+    >>> keras.ops.convert_to_numpy(layer(np.array([[-3.0, 4.0]], "float32"))).round(3)
     array([[-12.]], dtype=float32)
 
     Reference: Schlör, Ring, Hotho, "iNALU: Improved Neural Arithmetic Logic

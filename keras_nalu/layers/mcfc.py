@@ -45,11 +45,11 @@ class MCFC(ArithmeticLayer):
 
     Example:
 
-    >>> import numpy as np, keras_nalu
+    >>> import numpy as np, keras, keras_nalu
     >>> layer = keras_nalu.layers.MCFC(1)
     >>> layer.build((None, 2))
     >>> _ = layer.gate_kernel.assign([[20.0]])  # σ(20) = 1 in float32
-    >>> layer(np.array([[3.0, 4.0]], "float32")).numpy()
+    >>> keras.ops.convert_to_numpy(layer(np.array([[3.0, 4.0]], "float32")))
     array([[7.]], dtype=float32)
 
     Reference: Hoedt et al., "MC-LSTM: Mass-Conserving LSTM", ICML 2021,
@@ -167,11 +167,12 @@ class MCFCMul(MCFC):
 
     Example:
 
-    >>> import numpy as np, keras_nalu
+    >>> import numpy as np, keras, keras_nalu
     >>> layer = keras_nalu.layers.MCFCMul(1)
     >>> layer.build((None, 2))
     >>> _ = layer.gate_kernel.assign([[20.0]])
-    >>> layer(np.array([[3.0, 4.0]], "float32")).numpy().round(4)
+    >>> y = layer(np.array([[3.0, 4.0]], "float32"))
+    >>> keras.ops.convert_to_numpy(y).round(4)
     array([[12.]], dtype=float32)
 
     Reference: Hoedt et al., "MC-LSTM: Mass-Conserving LSTM", ICML 2021,

@@ -99,12 +99,13 @@ class NAC(NACWeights):
 
     Example:
 
-    >>> import numpy as np, keras_nalu
+    >>> import numpy as np, keras, keras_nalu
     >>> layer = keras_nalu.layers.NAC(1)
     >>> layer.build((None, 2))
     >>> _ = layer.w_hat.assign([[20.0], [20.0]])
     >>> _ = layer.m_hat.assign([[20.0], [20.0]])
-    >>> layer(np.array([[5.0, 3.0]], "float32")).numpy().round(4)
+    >>> y = layer(np.array([[5.0, 3.0]], "float32"))
+    >>> keras.ops.convert_to_numpy(y).round(4)
     array([[8.]], dtype=float32)
 
     Reference: Trask et al., "Neural Arithmetic Logic Units", NeurIPS 2018,

@@ -77,17 +77,17 @@ class NACMul(NACWeights):
 
     Example:
 
-    >>> import numpy as np, keras_nalu
+    >>> import numpy as np, keras, keras_nalu
     >>> layer = keras_nalu.layers.NACMul(1)
     >>> layer.build((None, 2))
     >>> _ = layer.w_hat.assign([[20.0], [20.0]])
     >>> _ = layer.m_hat.assign([[20.0], [20.0]])
-    >>> layer(np.array([[5.0, 3.0]], "float32")).numpy().round(3)
+    >>> keras.ops.convert_to_numpy(layer(np.array([[5.0, 3.0]], "float32"))).round(3)
     array([[15.]], dtype=float32)
     >>> nmu = keras_nalu.layers.NACMul(1, parametrization="nmu")
     >>> nmu.build((None, 3))
     >>> _ = nmu.w_hat.assign([[1.0], [1.0], [0.0]])
-    >>> nmu(np.array([[5.0, 3.0, 7.0]], "float32")).numpy().round(3)
+    >>> keras.ops.convert_to_numpy(nmu(np.array([[5.0, 3.0, 7.0]], "float32"))).round(3)
     array([[15.]], dtype=float32)
 
     Reference: Trask et al., "Neural Arithmetic Logic Units", NeurIPS 2018,

@@ -59,17 +59,17 @@ class NALU(NACWeights):
 
     Example:
 
-    >>> import numpy as np, keras_nalu
+    >>> import numpy as np, keras, keras_nalu
     >>> layer = keras_nalu.layers.NALU(1)
     >>> layer.build((None, 2))
     >>> _ = layer.w_hat.assign([[20.0], [20.0]])  # W = tanh(20)·σ(20) ≈ 1
     >>> _ = layer.m_hat.assign([[20.0], [20.0]])
     >>> x = np.array([[2.0, 3.0]], "float32")
     >>> _ = layer.gate.assign([[20.0], [20.0]])  # g = σ(x·G) ≈ 1: NAC+, 2 + 3
-    >>> layer(x).numpy().round(3)
+    >>> keras.ops.convert_to_numpy(layer(x)).round(3)
     array([[5.]], dtype=float32)
     >>> _ = layer.gate.assign([[-20.0], [-20.0]])  # g ≈ 0: NAC•, 2 · 3
-    >>> layer(x).numpy().round(3)
+    >>> keras.ops.convert_to_numpy(layer(x)).round(3)
     array([[6.]], dtype=float32)
 
     Reference: Trask et al., "Neural Arithmetic Logic Units", NeurIPS 2018,

@@ -47,7 +47,7 @@ class NAU(ArithmeticLayer):
     >>> layer = keras_nalu.layers.NAU(1)
     >>> layer.build((None, 2))
     >>> _ = layer.kernel.assign([[1.0], [-1.0]])
-    >>> layer(np.array([[5.0, 3.0]], "float32")).numpy()
+    >>> keras.ops.convert_to_numpy(layer(np.array([[5.0, 3.0]], "float32")))
     array([[2.]], dtype=float32)
 
     Reference: Madsen & Johansen, "Neural Arithmetic Units", ICLR 2020, §2.2

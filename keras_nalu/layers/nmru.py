@@ -62,11 +62,11 @@ class NMRU(ArithmeticLayer):
 
     Example:
 
-    >>> import numpy as np, keras_nalu
+    >>> import numpy as np, keras, keras_nalu
     >>> layer = keras_nalu.layers.NMRU(1)
     >>> layer.build((None, 2))  # W: rows x0, x1, 1/x0, 1/x1
     >>> _ = layer.kernel.assign([[1.0], [0.0], [0.0], [1.0]])
-    >>> layer(np.array([[-3.0, 4.0]], "float32")).numpy()
+    >>> keras.ops.convert_to_numpy(layer(np.array([[-3.0, 4.0]], "float32")))
     array([[-0.75]], dtype=float32)
 
     Reference: Mistry, Farrahi & Hare, "Learning Division with Neural

@@ -61,6 +61,7 @@ def draw_noise(x, noise, seed_generator):
     The batch bound is a constant of the step (no gradient flows through it);
     std is the sample standard deviation over every element of `x`.
     """
+    x = ops.convert_to_tensor(x)
     if noise == BATCH_NOISE:
         count = ops.cast(ops.size(x), x.dtype)
         deviation = x - ops.mean(x)
@@ -118,16 +119,17 @@ class NMU(ArithmeticLayer):
 
     Example:
 
-    >>> import numpy as np, keras_nalu
+    >>> import numpy as np, keras, keras_nalu
     >>> layer = keras_nalu.layers.NMU(1)
     >>> layer.build((None, 2))
     >>> _ = layer.kernel.assign([[1.0], [1.0]])
-    >>> layer(np.array([[-3.0, 4.0]], "float32")).numpy()
+    >>> keras.ops.convert_to_numpy(layer(np.array([[-3.0, 4.0]], "float32")))
     array([[-12.]], dtype=float32)
     >>> snmu = keras_nalu.layers.NMU(1, noise=(1.0, 5.0), seed=0)
     >>> snmu.build((None, 2))
     >>> _ = snmu.kernel.assign([[1.0], [1.0]])
-    >>> snmu(np.array([[-3.0, 4.0]], "float32"), training=True).numpy().round(3)
+    >>> y = snmu(np.array([[-3.0, 4.0]], "float32"), training=True)
+    >>> keras.ops.convert_to_numpy(y).round(3)
     array([[-12.]], dtype=float32)
 
     Reference: Madsen & Johansen, "Neural Arithmetic Units", ICLR 2020, §2.5

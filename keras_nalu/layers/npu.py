@@ -81,12 +81,13 @@ class NPU(ArithmeticLayer):
 
     Example:
 
-    >>> import numpy as np, keras_nalu
+    >>> import numpy as np, keras, keras_nalu
     >>> layer = keras_nalu.layers.NPU(1)
     >>> layer.build((None, 3))
     >>> _ = layer.kernel.assign([[1.0], [1.0], [0.0]])
     >>> _ = layer.gate.assign([1.0, 1.0, 0.0])
-    >>> layer(np.array([[-3.0, 4.0, 0.0]], "float32")).numpy().round(3)
+    >>> y = layer(np.array([[-3.0, 4.0, 0.0]], "float32"))
+    >>> keras.ops.convert_to_numpy(y).round(3)
     array([[-12.]], dtype=float32)
 
     Reference: Heim, Pevný, Šmídl, "Neural Power Units", NeurIPS 2020,
@@ -226,12 +227,12 @@ class RealNPU(NPU):
 
     Example:
 
-    >>> import numpy as np, keras_nalu
+    >>> import numpy as np, keras, keras_nalu
     >>> layer = keras_nalu.layers.RealNPU(1)
     >>> layer.build((None, 2))
     >>> _ = layer.kernel.assign([[1.0], [-1.0]])
     >>> _ = layer.gate.assign([1.0, 1.0])
-    >>> layer(np.array([[-3.0, 4.0]], "float32")).numpy().round(3)
+    >>> keras.ops.convert_to_numpy(layer(np.array([[-3.0, 4.0]], "float32"))).round(3)
     array([[-0.75]], dtype=float32)
 
     Reference: Heim, Pevný, Šmídl, "Neural Power Units", NeurIPS 2020,

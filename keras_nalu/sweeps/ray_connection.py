@@ -64,7 +64,7 @@ class RayConnection:
         if not address.startswith("ray://") and address != "auto":
             _check_token(address, endpoint)
         try:
-            ray.init(address=address, log_to_driver=False)
+            _init(ray, address)
         except Exception as error:  # noqa: BLE001 - Ray raises several kinds
             hint = "check the cluster with `ray status` on its head node"
             if _token_mode() != "token":
@@ -90,6 +90,27 @@ class RayConnection:
             return now - self._failing_since >= LOST_AFTER
         self._failing_since = None
         return False
+
+
+CLIENT_ATTEMPTS = 3
+
+
+def _init(ray, address: str) -> None:
+    """`ray.init`, tried again where a Ray Client server fails to start in time.
+
+    The head node starts a server for each Ray Client driver; on a loaded
+    head that start can miss Ray's deadline ("Initialization failure from
+    server"), and the next try usually succeeds.
+    """
+    for attempt in range(1, CLIENT_ATTEMPTS + 1):
+        try:
+            ray.init(address=address, log_to_driver=False)
+            return
+        except ConnectionAbortedError:
+            if not address.startswith("ray://") or attempt == CLIENT_ATTEMPTS:
+                raise
+            ray.shutdown()
+            time.sleep(2.0 * attempt)
 
 
 def _endpoint(address: str) -> tuple[str, int]:

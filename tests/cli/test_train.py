@@ -12,8 +12,10 @@ from keras_nalu.tasks import ArithmeticTask
 from tests.serving import saved_model_cli_show, serve_in_fresh_process
 
 
-def run_cli(*args, cwd=None, timeout=600):
+def run_cli(*args, cwd=None, timeout=600, backend=None):
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    if backend is not None:
+        env.update(KERAS_BACKEND=backend, OMP_NUM_THREADS="1")
     return subprocess.run(
         [sys.executable, "-m", "keras_nalu", *args],
         capture_output=True,
@@ -118,6 +120,7 @@ def test_train_exports_a_servable_saved_model(trained, tmp_path):
         (["--export-dir", "afile/models"], "--export-dir 'afile/models'"),
         (["--iterations", str(10**30)], "iterations <= 2147483647"),
         (["--iterations", "1e30"], "invalid int value: '1e30'"),
+        (["--export-format", "tflite"], "--export-format"),
     ],
 )
 def test_bad_flags_exit_nonzero_with_one_line(flags, needle, tmp_path):
@@ -152,6 +155,70 @@ def test_a_backend_that_cannot_train_is_one_line_before_anything(tmp_path):
         assert "Keras' numpy backend (KERAS_BACKEND=numpy)" in lines[0]
         assert "KERAS_BACKEND=tensorflow or KERAS_BACKEND=jax" in lines[0]
         assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture(scope="module")
+def trained_on_torch(tmp_path_factory):
+    root = tmp_path_factory.mktemp("train_torch")
+    completed = run_cli(
+        "train",
+        "--model",
+        "nau",
+        "--operation",
+        "sub",
+        "--input-size",
+        "10",
+        "--iterations",
+        "2000",
+        "--seed",
+        "4",
+        "--output-dir",
+        str(root / "runs"),
+        "--export-dir",
+        str(root / "saved"),
+        "--quiet",
+        "--json",
+        backend="torch",
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return root, json.loads(completed.stdout)
+
+
+def test_train_on_pytorch_fits_and_exports_onnx(trained_on_torch):
+    import onnxruntime
+
+    root, record = trained_on_torch
+    assert record["iterations"] == 2000
+    assert record["evaluations"] == 3  # steps 0, 1000, 2000
+    path = root / "saved" / record["name"] / "1" / "model.onnx"
+    assert record["onnx"] == str(path)
+    assert "saved_model" not in record
+    manifest = json.loads(
+        (root / "saved" / record["name"] / "manifest.json").read_text()
+    )
+    assert manifest["versions"]["1"]["format"] == "onnx"
+    # The ONNX file and the .keras file (read here, on TensorFlow) agree.
+    x, _ = ArithmeticTask(operation="sub", input_size=10, seed=4).test_data()
+    session = onnxruntime.InferenceSession(str(path))
+    (served,) = session.run(None, {session.get_inputs()[0].name: x[:256]})
+    model = keras.saving.load_model(record["keras_model"])
+    np.testing.assert_allclose(
+        served, model.predict(x[:256], verbose=0), rtol=1e-5, atol=1e-5
+    )
+
+
+def test_saved_model_on_pytorch_is_refused_before_training(tmp_path):
+    completed = run_cli(
+        "train", "--export-format", "saved_model", cwd=tmp_path, backend="torch"
+    )
+    assert completed.returncode == 2
+    lines = [line for line in completed.stderr.splitlines() if line.strip()]
+    assert lines == [
+        "keras-nalu train: error: A SavedModel export needs the TensorFlow or JAX "
+        "backend; Keras runs on 'torch'. Export to ONNX instead (export_onnx; "
+        "keras-nalu train --export-format onnx)."
+    ]
+    assert not list(tmp_path.glob("runs/*"))  # nothing trained, nothing written
 
 
 def test_explain_command_prints_the_formula(trained):

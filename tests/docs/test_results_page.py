@@ -81,12 +81,13 @@ def _results(path: Path) -> pd.DataFrame:
 T6 = published.TABLE_6
 
 JOINED = "paper.py's tables"
-"""The results files `paper.py` joins into its tables (`paper.REUSE`)."""
+"""The results files `paper.py` joins into its tables: its own (`paper.OUT`)
+and the others (`paper.REUSE`)."""
 
 
 def rows_of(source: str, query: str) -> pd.DataFrame:
     if source == JOINED:
-        table = paper.load_tables(paper.REUSE)
+        table = paper.load_tables([paper.OUT / "results.csv", *paper.REUSE])
     else:
         table = _results(RESULTS / source)
     return table.query(query) if query else table
@@ -219,6 +220,32 @@ QUOTED = (
             str(len(r)),
             pct(published.TABLE_2[("sub", "linear")].rate),
         ),
+    ),
+    Quoted(
+        "**NMU on × at the paper's budget: {}.** {} of {} seeds solve at 5·10⁶ "
+        "steps, {} the paper's interval, at the paper's median step. The chunk of "
+        "{} seeds trained in {} s on one {}",
+        JOINED,
+        "model == 'nmu' and operation == 'mul' and hidden_size == 2 "
+        "and max_iterations == 5e6 and interpolation_range == 'U[1,2]'",
+        lambda r: (
+            {"inside": "reproduced"}.get(
+                _verdict(r, published.TABLE_2[("mul", "nmu")]), "not reproduced"
+            ),
+            _count(r["success"]),
+            str(len(r)),
+            _verdict(r, published.TABLE_2[("mul", "nmu")]),
+            str(int(r["replicas"].iloc[0])),
+            f"{r['wall_time'].max():.0f}",
+            r["device"].iloc[0],
+        ),
+    ),
+    Quoted(
+        "evaluation every 1,000 steps included), {} seed-steps/s.",
+        JOINED,
+        "model == 'nmu' and operation == 'mul' and hidden_size == 2 "
+        "and max_iterations == 5e6 and interpolation_range == 'U[1,2]'",
+        lambda r: (sci(r["iterations_per_second"].iloc[0] * r["replicas"].iloc[0]),),
     ),
     # Table 6
     Quoted(

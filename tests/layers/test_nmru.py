@@ -163,7 +163,8 @@ def test_gradients_match_finite_differences():
     upstream = rng.normal(size=(8, 2))
     layer = hand_set(kernel, dtype="float64")
     (grad,) = gradients(
-        lambda: keras.ops.sum(layer(x, training=True) * upstream), [layer.kernel]
+        lambda: keras.ops.sum(keras.ops.multiply(layer(x, training=True), upstream)),
+        [layer.kernel],
     )
 
     def loss(w):
