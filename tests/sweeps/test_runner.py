@@ -13,11 +13,11 @@ import pytest
 
 from keras_nalu import cli
 from keras_nalu.experiments import ExperimentConfig, run_experiment
-from keras_nalu.sweeps.chunks import plan_chunks
+from keras_nalu.sweeps.chunks import chunk_backup, plan_chunks
 from keras_nalu.sweeps.engines import ReplicaRun, read_backup
 from keras_nalu.sweeps.grid import grid_configs, parse_grid
 from keras_nalu.sweeps.results import RESULT_COLUMNS, config_id, read_results
-from keras_nalu.sweeps.runner import chunk_backup, run_sweep
+from keras_nalu.sweeps.runner import run_sweep
 from keras_nalu.sweeps.summary import load_results
 from tests.bad_paths import unwritable_folder
 
