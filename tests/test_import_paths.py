@@ -54,7 +54,7 @@ def _top_level_definitions(tree: ast.Module) -> set[str]:
     return names
 
 
-def _exports(tree: ast.Module) -> list[str]:
+def _listed(tree: ast.Module) -> list[str]:
     """The names a module lists in its `__all__` (a literal list or tuple)."""
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(
@@ -88,7 +88,7 @@ def _survey():
         parsed[name] = {
             "package": path.name == "__init__.py",
             "defines": _top_level_definitions(tree) - {"__all__"},
-            "exports": _exports(tree),
+            "exports": _listed(tree),
             "imports": _imported_from(tree),
         }
     return parsed
