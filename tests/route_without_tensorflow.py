@@ -131,9 +131,9 @@ def test_sweep_summarize_plot_progress_and_a_backup(tmp_path):
     assert list(rows["seed"]) == [0, 1, 2] and set(rows["engine"]) == {"jax"}
     assert (abs(rows["threshold"] - SUB_THRESHOLD) <= SUB_STANDARD_ERROR).all()
     summary = keras_nalu("summarize", results, cwd=tmp_path)
-    assert "| sub | nau | 3 |" in summary.stdout
+    assert "| sub | nau | jax | 3 |" in summary.stdout
     keras_nalu(
-        "plot", results, "--x", "seed", "--out", tmp_path / "p.png", cwd=tmp_path
+        "plot", results, "--x", "input_size", "--out", tmp_path / "p.png", cwd=tmp_path
     )
     assert (tmp_path / "p.png").stat().st_size > 0
     # a sweep stopped at its time limit leaves a backup; progress reads it
@@ -195,7 +195,7 @@ def test_nalm_benchmark_trains_and_summarizes(tmp_path):
     rows = _read_csv(tmp_path / "results.csv")
     assert len(rows) == 2 and set(rows["model"]) == {"single_nau"}
     summary = run(*command, "--summarize", cwd=tmp_path)
-    assert "| 2 | sub | nau | 1000 |" in summary.stdout
+    assert "| 2 | − | nau | 1,000 | 1 | 2 |" in summary.stdout
 
 
 def test_speed_benchmark_at_a_tiny_size(tmp_path):
