@@ -272,9 +272,10 @@ def export_onnx(
 
     Example:
 
-    >>> import keras, keras_nalu, tempfile
+    >>> import keras, tempfile
     >>> from keras_nalu.export import export_onnx
-    >>> model = keras.Sequential([keras.Input((2,)), keras_nalu.NAU(1)])
+    >>> from keras_nalu.layers import NAU
+    >>> model = keras.Sequential([keras.Input((2,)), NAU(1)])
     >>> export_onnx(model, tempfile.mkdtemp(), "adder").name
     'model.onnx'
     """
