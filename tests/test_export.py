@@ -95,9 +95,10 @@ def test_both_exports_check_the_width_and_serve_an_empty_batch(tmp_path):
         assert len(served["error"]) < 1000 and "refinement" not in served["error"]
 
 
+@pytest.mark.skipif(
+    BACKEND != "torch", reason="Keras writes SavedModels on TensorFlow and JAX"
+)
 def test_saved_model_export_on_pytorch_says_to_export_onnx(tmp_path):
-    if BACKEND != "torch":
-        pytest.skip("Keras writes SavedModels on TensorFlow and JAX")
     model = keras.Sequential([keras.Input((3,)), NAU(1)])
     with pytest.raises(ValueError, match=r"Export to ONNX instead"):
         export_saved_model(model, tmp_path, "nau")
