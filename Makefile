@@ -38,7 +38,7 @@ test: $(STAMP)
 	$(BIN)/mkdocs build --strict --quiet
 	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -n 2 --durations=15 -q
 	KERAS_BACKEND=jax $(BIN)/python -m pytest -n 2 -q $(CORE_TESTS) \
-		tests/sweeps/test_jax_engine.py
+		tests/sweeps/test_jax_engine.py tests/sweeps/test_seeding.py
 	$(MAKE) test-without-tensorflow
 	KERAS_BACKEND=torch OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 -q $(CORE_TESTS)
 	$(MAKE) wheel-check

@@ -124,6 +124,34 @@ def _fixed_inputs(value_range: Range, shape: tuple, seed: int) -> np.ndarray:
     return x
 
 
+def stacked_targets(tasks, x) -> np.ndarray:
+    """Every task's target of the same NumPy inputs `x`, stacked: `(n, ..., 1)`.
+
+    Equal to `np.stack([task.target(x) for task in tasks])`, value for
+    value, but a subset that several tasks share is summed once: thousands
+    of replicas' validation and test targets take a fraction of a second
+    instead of minutes. Tasks that sum over time steps (the recurrent task)
+    compute their own.
+
+    Example:
+
+    >>> tasks = [ArithmeticTask(input_size=10, seed=s) for s in range(3)]
+    >>> x, _ = tasks[0].validation_data()
+    >>> stacked_targets(tasks, x).shape
+    (3, 10000, 1)
+    """
+    x = np.asarray(x)
+    x64, sums, targets = None, {}, []
+    for task in tasks:
+        if type(task)._reduce_steps is not _SubsetSumTask._reduce_steps:
+            targets.append(task.target(x))
+            continue
+        if x64 is None:
+            x64 = x.astype(np.float64)
+        targets.append(task._numpy_target(x64, x.dtype, sums))
+    return np.stack(targets)
+
+
 class _SubsetSumTask:
     """What the static and the recurrent arithmetic tasks share.
 
@@ -392,13 +420,22 @@ class _SubsetSumTask:
             ]
             return apply_operation(self.operation, sums)
         x = np.asarray(x)
-        dtype = x.dtype if np.issubdtype(x.dtype, np.floating) else np.float32
-        x = self._reduce_steps(x.astype(np.float64))
-        sums = [
-            x[..., start:end].sum(axis=-1, keepdims=True) for start, end in self.subsets
-        ]
+        return self._numpy_target(self._reduce_steps(x.astype(np.float64)), x.dtype)
+
+    def _numpy_target(self, x64, dtype, sums=None):
+        """The target of float64 inputs (steps reduced), rounded to `dtype`.
+
+        `sums`, a dict, keeps each subset's sum by its `(start, end)` for
+        other tasks of the same inputs (`stacked_targets`).
+        """
+        dtype = dtype if np.issubdtype(dtype, np.floating) else np.float32
+        sums = {} if sums is None else sums
+        for span in self.subsets:
+            if span not in sums:
+                sums[span] = x64[..., span[0] : span[1]].sum(axis=-1, keepdims=True)
+        parts = [sums[span] for span in self.subsets]
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.asarray(apply_operation(self.operation, sums)).astype(dtype)
+            return np.asarray(apply_operation(self.operation, parts)).astype(dtype)
 
     def _check_split(self, which: str) -> str:
         return check_choice(type(self).__name__, "which", which, SPLITS)

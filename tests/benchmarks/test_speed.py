@@ -21,3 +21,12 @@ def test_the_timed_runs_follow_a_compiling_run():
     assert lengths == [100, 100, 4100]
     assert rate["steps_per_second"] == 2000.0
     assert (rate["short_wall_s"], rate["long_wall_s"]) == (1.0, 3.0)
+
+
+def test_setup_time_prints_a_line_per_replica_count(capsys):
+    import setup_time
+
+    assert setup_time.main(["2", "3"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["R=2", "R=3"]
+    assert all(float(line.split()[1]) > 0 for line in lines)

@@ -18,7 +18,7 @@ from keras_nalu.tasks import (
     get_task,
     simple_function_task,
 )
-from keras_nalu.tasks.arithmetic import apply_operation
+from keras_nalu.tasks.arithmetic import apply_operation, stacked_targets
 
 SMALL = {"validation_size": 300, "test_size": 300, "batch_size": 32}
 
@@ -477,3 +477,24 @@ def test_the_numpy_stream_draws_the_tf_data_inputs(task):
 def test_the_numpy_stream_refuses_a_negative_start_at_once():
     with pytest.raises(ValueError, match="initial_batch"):
         ArithmeticTask().train_batches(-1)
+
+
+@pytest.mark.parametrize("operation", OPERATIONS)
+def test_stacked_targets_are_each_tasks_own_value_for_value(operation):
+    rng = np.random.default_rng(0)
+    tasks = [
+        ArithmeticTask(operation=operation, input_size=12, seed=seed)
+        for seed in range(6)
+    ]
+    tasks.append(ArithmeticTask(operation=operation, input_size=12, subset_ratio=0.5))
+    x = rng.uniform(-3, 3, size=(50, 12)).astype(np.float32)
+    own = np.stack([task.target(x) for task in tasks])
+    np.testing.assert_array_equal(stacked_targets(tasks, x), own)
+    # tasks that sum over time steps compute their own
+    tasks = [
+        RecurrentArithmeticTask(operation=operation, input_size=12, seed=seed)
+        for seed in range(3)
+    ]
+    x = rng.uniform(-3, 3, size=(50, 4, 12)).astype(np.float32)
+    own = np.stack([task.target(x) for task in tasks])
+    np.testing.assert_array_equal(stacked_targets(tasks, x), own)

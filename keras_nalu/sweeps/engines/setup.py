@@ -23,6 +23,8 @@ from keras_nalu.callbacks import RegularizationSchedule, find_scheduled_regulari
 from keras_nalu.experiments import ExperimentConfig, build_experiment_model
 from keras_nalu.presets import get_preset
 from keras_nalu.sweeps.engines.optimizer import ReplicaOptimizer
+from keras_nalu.sweeps.engines.seeding import SeedPlan
+from keras_nalu.tasks.arithmetic import stacked_targets
 
 RECIPE_FIELDS = (
     "model",
@@ -162,7 +164,8 @@ class ReplicaSetup:
 
     @classmethod
     def build(cls, configs: Sequence[ExperimentConfig], engine, supports_state):
-        """Builds every run's model once, keeps the first, stacks the weights.
+        """Builds the first run's model, the template, and stacks every run's
+        starting weights (`initial_values`).
 
         Args:
             configs: the runs (checked by `check_configs`).
@@ -175,17 +178,7 @@ class ReplicaSetup:
                 not carry.
             ValueError: the optimizer mixes the replicas.
         """
-        weights, states, template, template_callbacks = [], [], None, []
-        for config in configs:
-            model, callbacks = build_replica(config)
-            weights.append(
-                [keras.ops.convert_to_numpy(v) for v in model.trainable_variables]
-            )
-            states.append([keras.ops.convert_to_numpy(v) for v in model_state(model)])
-            if template is None:
-                template, template_callbacks = model, callbacks
-            del model
-        gc.collect()
+        template, template_callbacks = build_replica(configs[0])
         preset = configs[0].model
         extra = [
             c for c in template_callbacks if not isinstance(c, RegularizationSchedule)
@@ -209,6 +202,9 @@ class ReplicaSetup:
                 "(KERAS_BACKEND=jax) or run_experiment for each seed."
             )
         variables = list(template.trainable_variables)
+        initial_weights, initial_state = initial_values(
+            configs, template, variables, state_variables
+        )
         loss = keras.losses.get(template.loss)
         if not isinstance(loss, keras.losses.Loss):
             # a per-sample function, e.g. "mse": the mean over the batch
@@ -220,11 +216,55 @@ class ReplicaSetup:
             variables=variables,
             constraints=[v.constraint for v in variables],
             state_variables=state_variables,
-            initial_weights=_stacked(weights, len(variables)),
-            initial_state=_stacked(states, len(state_variables)),
+            initial_weights=initial_weights,
+            initial_state=initial_state,
             optimizer=ReplicaOptimizer.from_optimizer(template.optimizer),
             loss=loss,
         )
+
+
+def initial_values(configs, template, variables, state_variables):
+    """Every replica's starting weights and state, stacked: `([R, ...], ...)`.
+
+    Drawn from the template's initializers with each seed's integers
+    (`SeedPlan`) where that gives the template's own values and those of the
+    last replica built in full; otherwise each replica's model is built as
+    `run_experiment` builds it.
+    """
+    first = _values(variables), _values(state_variables)
+    plan = SeedPlan.find(template, configs[0].seed, variables, state_variables)
+    if plan is not None and len(configs) > 1:
+        weights, state = plan.draw([c.seed for c in configs])
+        model, _ = build_replica(configs[-1])
+        last = _values(model.trainable_variables), _values(model_state(model))
+        del model
+        if _agree(weights, state, 0, first) and _agree(weights, state, -1, last):
+            return weights, state
+    per_replica = [first]
+    for config in configs[1:]:
+        model, _ = build_replica(config)
+        per_replica.append(
+            (_values(model.trainable_variables), _values(model_state(model)))
+        )
+        del model
+    gc.collect()
+    return (
+        _stacked([w for w, _ in per_replica], len(variables)),
+        _stacked([s for _, s in per_replica], len(state_variables)),
+    )
+
+
+def _values(variables) -> list[np.ndarray]:
+    return [keras.ops.convert_to_numpy(v) for v in variables]
+
+
+def _agree(weights, state, replica, built) -> bool:
+    """Whether the drawn values of one replica are those its model has."""
+    drawn = [w[replica] for w in weights] + [s[replica] for s in state]
+    expected = [*built[0], *built[1]]
+    return len(drawn) == len(expected) and all(
+        a.shape == b.shape and np.array_equal(a, b) for a, b in zip(drawn, expected)
+    )
 
 
 def _stacked(per_replica: list[list[np.ndarray]], count: int) -> list[np.ndarray]:
@@ -255,13 +295,13 @@ def eval_groups(tasks) -> list[tuple[np.ndarray, tuple, tuple]]:
         groups.setdefault(key, []).append(r)
     result = []
     for members in groups.values():
-        validation = [tasks[r].validation_data() for r in members]
-        test = [tasks[r].test_data() for r in members]
+        group = [tasks[r] for r in members]
+        x_val, x_test = group[0].validation_data()[0], group[0].test_data()[0]
         result.append(
             (
                 np.array(members),
-                (validation[0][0], np.stack([t for _, t in validation])),
-                (test[0][0], np.stack([t for _, t in test])),
+                (x_val, stacked_targets(group, x_val)),
+                (x_test, stacked_targets(group, x_test)),
             )
         )
     return result
