@@ -73,10 +73,9 @@ class Origin:
     shape: tuple
     dtype: str
 
-    def value(self, seeds: list[int] | None, fixed):
-        """The variable's starting value for a replica with these integers."""
-        if self.draw is None:
-            return fixed
+    def value(self, seeds: list[int]):
+        """The starting value of a replica whose Keras integers are `seeds`
+        (`default_seeds` of its seed); for an origin with a `draw`."""
         seed = seeds[self.draw] + self.offset
         if self.initializer is None:
             return keras.random.SeedGenerator(seed=seed).state.value
@@ -138,7 +137,7 @@ class SeedPlan:
                 # one array at a time: stacking R tensors would compile an
                 # R-way concatenation for every new R
                 values = [
-                    keras.ops.convert_to_numpy(origin.value(drawn, value))
+                    keras.ops.convert_to_numpy(origin.value(drawn))
                     for drawn in integers
                 ]
                 result.append(np.stack(values))
