@@ -58,7 +58,8 @@ def read_only_folder_with(tmp_path: Path, name: str, content: str):
     """A folder holding the file `name` (with `content`), then made read-only.
 
     Without write permission, or, where this process ignores permissions
-    (root), marked immutable (`chattr +i`); skipped where neither holds.
+    (root), marked immutable (`chattr +i`); fails where neither holds (the
+    refusal would go untested).
     """
     folder = tmp_path / "read-only-with-file"
     folder.mkdir()
@@ -69,7 +70,7 @@ def read_only_folder_with(tmp_path: Path, name: str, content: str):
         if _writable(folder) and shutil.which("chattr"):
             immutable = subprocess.run(["chattr", "+i", folder]).returncode == 0
         if _writable(folder):
-            pytest.skip("no way here to make a folder refuse this user's writes")
+            pytest.fail("no way here to make a folder refuse this user's writes")
         yield folder
     finally:
         if immutable:
