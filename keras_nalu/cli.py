@@ -14,8 +14,6 @@ import warnings
 import zipfile
 from pathlib import Path
 
-from keras_nalu._optional import installed
-
 
 class _Parser(argparse.ArgumentParser):
     """argparse that reports a bad flag in one line, without the usage dump."""
@@ -101,13 +99,14 @@ def _train(args) -> int:
         )
     export_format = _export_format(args)
     if not args.no_export:
-        if export_format == "saved_model" and not installed("tensorflow"):
+        try:
+            check_export_format(export_format)
+        except ImportError as error:
+            other = "onnx" if export_format == "saved_model" else "saved_model"
             raise ValueError(
-                "the SavedModel export needs tensorflow, which is not installed: "
-                "pip install tensorflow, or pass --no-export (the run still "
-                "saves model.keras) or --export-format onnx"
-            )
-        check_export_format(export_format)
+                f"{error}, or pass --no-export (the run still saves "
+                f"model.keras) or --export-format {other}"
+            ) from None
         model_dir = check_output_folder(args.export_dir, "--export-dir") / name
         if model_dir.exists():
             check_output_folder(model_dir, "--export-dir", args.export_dir)

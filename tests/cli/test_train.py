@@ -26,30 +26,20 @@ def run_cli(*args, cwd=None, timeout=600, backend=None):
     )
 
 
+def _nau_sub_train(root, iterations: int) -> list[str]:
+    """`keras-nalu train` arguments: NAU on −, 10 inputs, seed 4, JSON out."""
+    return [
+        *("train", "--model", "nau", "--operation", "sub", "--input-size", "10"),
+        *("--iterations", str(iterations), "--seed", "4"),
+        *("--output-dir", str(root / "runs"), "--export-dir", str(root / "saved")),
+        *("--quiet", "--json"),
+    ]
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     root = tmp_path_factory.mktemp("train")
-    completed = run_cli(
-        "train",
-        "--model",
-        "nau",
-        "--operation",
-        "sub",
-        "--input-size",
-        "10",
-        "--iterations",
-        "3000",
-        "--eval-every",
-        "1000",
-        "--seed",
-        "4",
-        "--output-dir",
-        str(root / "runs"),
-        "--export-dir",
-        str(root / "saved"),
-        "--quiet",
-        "--json",
-    )
+    completed = run_cli(*_nau_sub_train(root, 3000), "--eval-every", "1000")
     assert completed.returncode == 0, completed.stderr[-3000:]
     return root, completed
 
@@ -160,26 +150,7 @@ def test_a_backend_that_cannot_train_is_one_line_before_anything(tmp_path):
 @pytest.fixture(scope="module")
 def trained_on_torch(tmp_path_factory):
     root = tmp_path_factory.mktemp("train_torch")
-    completed = run_cli(
-        "train",
-        "--model",
-        "nau",
-        "--operation",
-        "sub",
-        "--input-size",
-        "10",
-        "--iterations",
-        "2000",
-        "--seed",
-        "4",
-        "--output-dir",
-        str(root / "runs"),
-        "--export-dir",
-        str(root / "saved"),
-        "--quiet",
-        "--json",
-        backend="torch",
-    )
+    completed = run_cli(*_nau_sub_train(root, 2000), backend="torch")
     assert completed.returncode == 0, completed.stderr[-3000:]
     return root, json.loads(completed.stdout)
 

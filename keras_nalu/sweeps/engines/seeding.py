@@ -197,10 +197,9 @@ def _origin(variable, layer, draws) -> Origin | None:
     initializer = _initializer_of(layer, variable)
     if initializer is None:
         return None
-    seed = getattr(initializer, "seed", None)
     if not hasattr(initializer, "seed"):  # draws nothing: zeros, a constant
         return Origin(initializer, None, 0, shape, dtype)
-    if not isinstance(seed, int):
+    if not isinstance(initializer.seed, int):  # a SeedGenerator: not replayed
         return None
-    found = _position(seed, draws)
+    found = _position(initializer.seed, draws)
     return None if found is None else Origin(initializer, *found, shape, dtype)
