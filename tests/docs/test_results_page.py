@@ -137,6 +137,10 @@ def _count(mask) -> str:
     return str(int(mask.sum()))
 
 
+def _wall(rows) -> str:
+    return f"{rows['wall_time'].max():.0f}"
+
+
 def _pooled_fixed(rows, unit):
     return pct(rows.loc[rows["unit"] == unit, "success_fixed"].mean())
 
@@ -257,6 +261,34 @@ QUOTED = (
         "model == 'nmu' and operation == 'mul' and hidden_size == 2 "
         "and max_iterations == 5e6 and interpolation_range == 'U[1,2]'",
         lambda r: (sci(r["iterations_per_second"].iloc[0] * r["replicas"].iloc[0]),),
+    ),
+    Quoted(
+        "The NAU solves {} of {} seeds on + at 5·10⁶ steps, {} the paper's interval;",
+        JOINED,
+        "model == 'nau' and operation == 'add' and max_iterations == 5e6",
+        lambda r: (
+            _count(r["success"]),
+            str(len(r)),
+            _verdict(r, published.TABLE_2[("add", "nau")]),
+        ),
+    ),
+    Quoted(
+        "the NAC• solves {} of {} on ×, {} the paper's interval. Both chunks of "
+        "{} seeds trained on one {} ({} s and {} s wall;",
+        JOINED,
+        "model in ('nau', 'nac_mul') and operation in ('add', 'mul') "
+        "and max_iterations == 5e6 and hidden_size == 2",
+        lambda r: (
+            _count(r.query("model == 'nac_mul'")["success"]),
+            str(len(r.query("model == 'nac_mul'"))),
+            _verdict(
+                r.query("model == 'nac_mul'"), published.TABLE_2[("mul", "nac_mul")]
+            ),
+            str(int(r["replicas"].iloc[0])),
+            "/".join(sorted(set(r["device"]))),
+            _wall(r.query("model == 'nau'")),
+            _wall(r.query("model == 'nac_mul'")),
+        ),
     ),
     # Table 6
     Quoted(
@@ -782,6 +814,14 @@ def test_the_summaries_are_what_their_scripts_write_today():
     results = pd.read_csv(RESULTS / "held" / "results.csv", dtype={"epsilon": str})
     expected = held.summary_text(results) + "\n"
     assert (RESULTS / "held" / "summary.md").read_text(encoding="utf-8") == expected
+
+
+def test_the_gpu_speed_table_is_what_gpu_speed_py_writes_today():
+    import gpu_speed
+
+    expected = gpu_speed.summary_text()
+    assert (RESULTS / "gpu" / "summary.md").read_text(encoding="utf-8") == expected
+    assert "NVIDIA H200" in expected and "stable-nalu" in expected
 
 
 def test_the_papers_summary_is_what_paper_py_writes_today():
