@@ -196,7 +196,9 @@ def save_backup(run, path: str | os.PathLike) -> None:
     with atomic_write(path, "wb", temporary=partial_path(path)) as file:
         text = json.dumps(state, separators=(",", ":"))
         # Compressed: a backup committed beside its rows stays small.
-        np.savez_compressed(file, state=np.frombuffer(text.encode(), np.uint8), **arrays)
+        np.savez_compressed(
+            file, state=np.frombuffer(text.encode(), np.uint8), **arrays
+        )
 
 
 # What a refusal to restore says to do: the file may hold hours of training.
