@@ -13,13 +13,17 @@ Each (model, value) point is one configuration of the default × task with
 that hidden size, or that interpolation → extrapolation range pair (written
 `INTERPOLATION>EXTRAPOLATION` in `--values`), trained `--iterations` steps as
 vectorized replicas through `run_sweep`: the same results file and resume
-rules as `keras-nalu sweep`. Points that `benchmarks/results/table2/` or
-`table6/results.csv` already hold for every requested seed (hidden size 2 on
-U[1,2] → U[2,6] is the default task) are taken from there, not trained again.
+rules as `keras-nalu sweep`. Points that the `--reuse` files (`REUSE`:
+`benchmarks/results/table2/`, `table6/`, `fig3-full/` and `paper/`) already
+hold for every requested seed (hidden size 2 on U[1,2] → U[2,6] is the
+default task) are taken from there, not trained again.
 
 Writes `benchmarks/results/fig3/results.csv`, and per panel `<panel>.md`
 (success with a Wilson 95 % interval, solved-at, sparsity error) and
-`<panel>.png` (the figure's three panels, drawn by `keras-nalu plot`).
+`<panel>.png` (the figure's three panels, drawn by `keras-nalu plot`). A
+point trained on two engines is two rows (the `engine` column; a line each
+in the PNG, which names the engine), never pooled: rows without an engine
+were trained on TensorFlow.
 """
 
 import argparse
@@ -32,7 +36,9 @@ import pandas as pd
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TF's start-up lines
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from published import FIG_3_MODELS, FIG_3_RANGES  # noqa: E402
+from paper import OUT as PAPER_OUT  # noqa: E402
+from paper import RESULTS  # noqa: E402
+from published import FIG_3_MODELS, FIG_3_RANGES, power  # noqa: E402
 from table2 import OUT as TABLE_2_OUT  # noqa: E402
 from table6 import OUT as TABLE_6_OUT  # noqa: E402
 
@@ -43,6 +49,12 @@ from keras_nalu.sweeps.runner import run_sweep  # noqa: E402
 from keras_nalu.sweeps.summary import load_results, summarize  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "fig3"
+REUSE = tuple(
+    folder / "results.csv"
+    for folder in (TABLE_2_OUT, TABLE_6_OUT, RESULTS / "fig3-full", PAPER_OUT)
+)
+"""The results files whose points are not trained again (`--reuse`)."""
+RUN = ["config_id", "engine", "seed"]
 MODELS = ",".join(FIG_3_MODELS)
 # Madsen & Johansen (2020), Fig. 3 and Appendix C.4: interpolation > extrapolation
 RANGES = ";".join(f"{a}>{b}" for a, b in FIG_3_RANGES)
@@ -79,14 +91,23 @@ def panel_grid(args: argparse.Namespace) -> dict:
 
 
 def reusable_rows(ids: set[str], seeds: list[int], reuse: list[Path]) -> pd.DataFrame:
-    """Rows of the `reuse` files for the configurations `ids` with every seed."""
-    tables = [load_results(path) for path in reuse if path.exists()]
+    """Rows of the `reuse` files for the configurations `ids`: every seed an
+    engine holds of a configuration, where it holds each of `seeds`."""
+    tables = [with_engine(load_results(path)) for path in reuse if path.exists()]
     if not tables:
-        return pd.DataFrame(columns=["config_id"])
-    table = pd.concat(tables, ignore_index=True).drop_duplicates(["config_id", "seed"])
-    table = table[table["config_id"].isin(ids) & table["seed"].isin(seeds)]
-    complete = table.groupby("config_id")["seed"].nunique() == len(seeds)
-    return table[table["config_id"].isin(complete[complete].index)]
+        return pd.DataFrame(columns=RUN)
+    table = pd.concat(tables, ignore_index=True).drop_duplicates(RUN)
+    table = table[table["config_id"].isin(ids)]
+    point = ["config_id", "engine"]
+    held = table[table["seed"].isin(seeds)].groupby(point)["seed"].nunique()
+    complete = held[held == len(seeds)].index
+    return table[table.set_index(point).index.isin(complete)]
+
+
+def with_engine(results: pd.DataFrame) -> pd.DataFrame:
+    """`results` with every row's engine: rows without one ran on TensorFlow."""
+    engine = results.get("engine", pd.Series(index=results.index, dtype=object))
+    return results.assign(engine=engine.fillna("tensorflow"))
 
 
 def main(argv=None) -> int:
@@ -102,7 +123,7 @@ def main(argv=None) -> int:
     options.add_argument("--out", default=str(OUT))
     options.add_argument(
         "--reuse",
-        default=f"{TABLE_2_OUT / 'results.csv'},{TABLE_6_OUT / 'results.csv'}",
+        default=",".join(str(path) for path in REUSE),
         help="results files whose points are not trained again, comma-separated",
     )
     options.add_argument(
@@ -138,12 +159,12 @@ def main(argv=None) -> int:
             )
     trained = load_results(results_path) if results_path.exists() else pd.DataFrame()
     if len(trained):
-        trained = trained[trained["config_id"].isin(configs)]
+        trained = with_engine(trained[trained["config_id"].isin(configs)])
     results = pd.concat([trained, reused], ignore_index=True)
     if results.empty:
         raise SystemExit(f"fig3: no results for this panel in {results_path}")
-    results = results.drop_duplicates(["config_id", "seed"])
-    by = ["model", x, "max_iterations"]
+    results = results.drop_duplicates(RUN)  # the same run in a reused file
+    by = ["model", x, "max_iterations", "engine"]
     if "epsilon" in results and results["epsilon"].notna().any():
         # rows at Keras' default ε read as empty: name it, as a group of its own
         results["epsilon"] = results["epsilon"].fillna(1e-7)
@@ -153,14 +174,16 @@ def main(argv=None) -> int:
     (out / f"{args.panel}.md").write_text(text + "\n", encoding="utf-8")
     hue = "model"
     if results["max_iterations"].nunique() > 1:  # one line per model and budget
-        steps = results["max_iterations"].map(lambda n: f"{n:.0e} steps")
-        results = results.assign(series=results["model"] + ", " + steps)
+        steps = results["max_iterations"].map(power)
+        results = results.assign(series=results["model"] + " " + steps)
         hue = "series"
     if "epsilon" in by:
         series = results[hue] + results["epsilon"].map(lambda e: f", ε {e:.0e}")
         results = results.assign(series=series)
         hue = "series"
-    png = plot_results(results, x=x, out_path=out / f"{args.panel}.png", hue=hue)
+    # the lines: `hue` (model, budget, ε) and the engine, nothing else
+    drawn = results[[hue, x, "engine", "success", "solved_at", "sparsity_error"]]
+    png = plot_results(drawn, x=x, out_path=out / f"{args.panel}.png", hue=hue)
     print(text)
     print(f"wrote {out / f'{args.panel}.md'} and {png}")
     return 0

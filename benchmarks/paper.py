@@ -99,9 +99,13 @@ REUSE = tuple(
     for name in ("table2", "table6", "fig3-full", "fig3", "linear-sub")
 )
 """The committed results files whose rows join the tables (a missing one is
-skipped; `fig3-full` holds the Fig. 3 points run at the full budget). A
-(configuration, seed) in two files is taken from the first: `fig3-full`'s
-38-seed runs come before `fig3`'s 5-seed run of the same configuration."""
+skipped; `fig3-full` holds the Fig. 3 points run at the full budget). The
+same configuration and seed trained on two engines are two runs, and each
+engine is a row of its own: `fig3-full`'s 38 JAX seeds of hidden size 10 at
+5·10⁶ steps and `fig3`'s 5 TensorFlow seeds of it, `table2`'s 100 TensorFlow
+seeds of Linear − at 5·10⁴ steps and `linear-sub`'s 20 JAX seeds. A run
+(configuration, engine, seed) in two files is taken from the first, and the
+summary lists what it left out (`load_tables`)."""
 
 BIASED_BASELINES = ("linear_bias", "relu_bias", "relu6_bias")
 """The reference code's baselines (with biases), run beside this package's."""
@@ -380,14 +384,60 @@ def reason(row_verdict: str, budget: int, paper_budget: int) -> str:
 # --- tables -------------------------------------------------------------------------
 
 
+RUN = ["config_id", "engine", "seed"]
+"""What tells one run from another in the joined tables: a configuration and
+seed trained on two engines are two runs, and each engine gets a row."""
+
+
 def load_tables(paths: Sequence[Path]) -> pd.DataFrame:
-    """Every row of the results files that exist, one per (config, seed)."""
-    tables = [load_results(path) for path in paths if Path(path).is_file()]
+    """Every row of the results files that exist, one per (config, engine, seed).
+
+    Rows without an `engine` (files written before that column) were trained
+    on TensorFlow. A run that two files hold is taken from the first, and
+    `table.attrs["dropped"]` says which rows were left out and why, one line
+    per file and configuration (`summary_text` prints them).
+    """
+    tables = []
+    for path in paths:
+        if Path(path).is_file():
+            table = load_results(path).assign(_file=Path(path))
+            tables.append(table)
     if not tables:
-        return pd.DataFrame(columns=["config_id", "seed"])
+        return pd.DataFrame(columns=[*RUN, "_file"])
     table = pd.concat(tables, ignore_index=True)
-    table = table[table["config_id"].notna()]
-    return table.drop_duplicates(["config_id", "seed"]).reset_index(drop=True)
+    table = table[table["config_id"].notna()].copy()
+    engine = table.get("engine", pd.Series(index=table.index, dtype=object))
+    table["engine"] = engine.fillna("tensorflow")
+    repeated = table.duplicated(RUN)
+    dropped = _dropped_lines(table, repeated)
+    table = table[~repeated].drop(columns="_file").reset_index(drop=True)
+    table.attrs["dropped"] = dropped
+    return table
+
+
+def _dropped_lines(table: pd.DataFrame, repeated: pd.Series) -> list[str]:
+    """One line per file and configuration whose runs another file holds."""
+    kept = table[~repeated].set_index(RUN)["_file"]
+    lines = []
+    for (path, config), rows in table[repeated].groupby(
+        ["_file", "config_id"], sort=False
+    ):
+        first = kept.loc[tuple(rows[RUN].iloc[0])]
+        row = rows.iloc[0]
+        lines.append(
+            f"{_shown(path)}: {len(rows)} rows of {row['model']} "
+            f"{row['operation']} ({config}, {row['engine']}, "
+            f"{power(row['max_iterations'])} steps, seeds "
+            f"{_seeds_text(sorted(rows['seed'].astype(int)))}) left out: "
+            f"{_shown(first)} holds the same runs and comes first"
+        )
+    return lines
+
+
+def _shown(path: Path) -> str:
+    """A results file as the summary names it: relative to `RESULTS` if inside."""
+    path = Path(path).resolve()
+    return str(path.relative_to(RESULTS)) if path.is_relative_to(RESULTS) else str(path)
 
 
 def part_rows(results: pd.DataFrame, part: Part) -> pd.DataFrame:
@@ -409,7 +459,7 @@ def comparison(results: pd.DataFrame, part: Part) -> pd.DataFrame:
     rows = part_rows(results, part)
     if rows.empty:
         return pd.DataFrame()
-    by = [*part.by, "max_iterations"]
+    by = [*part.by, "max_iterations", "engine"]  # a row per engine
     table = summarize(rows, by=by)
     papers = [part.paper(row) for row in table.to_dict("records")]
     table["paper_rate"] = [None if p is None else p.rate for p in papers]
@@ -433,19 +483,18 @@ def comparison(results: pd.DataFrame, part: Part) -> pd.DataFrame:
         NOTES.get(("table6" if part.name == "table2" else part.name, model), "")
         for model in table["model"]
     ]
-    where = rows.groupby(by, sort=False, dropna=False)
-    table["device"] = list(where.apply(_devices, include_groups=False))
+    where = rows.assign(_device=_devices(rows)).groupby(by, sort=False, dropna=False)
+    table["device"] = list(where["_device"].agg(lambda d: ", ".join(sorted(set(d)))))
     table["wall_time"] = list(where.apply(_wall_time, include_groups=False))
     return table
 
 
-def _devices(rows: pd.DataFrame) -> str:
-    """The engines and devices a row's runs trained on, e.g. "jax/cpu"."""
+def _devices(rows: pd.DataFrame) -> pd.Series:
+    """The engine and device each run trained on, e.g. "jax/cpu"."""
     engine = rows.get("engine", pd.Series("tensorflow", index=rows.index))
     device = rows.get("device", pd.Series("", index=rows.index))
     device = device.fillna("").replace("", "unrecorded device")
-    pairs = engine.fillna("tensorflow") + "/" + device
-    return ", ".join(sorted(set(pairs)))
+    return engine.fillna("tensorflow") + "/" + device
 
 
 def _wall_time(rows: pd.DataFrame) -> float:
@@ -490,7 +539,7 @@ def still_to_run(results: pd.DataFrame, part: Part, models=None) -> list[str]:
 def hidden_size_readings(results: pd.DataFrame) -> pd.DataFrame:
     """Fig. 3's hidden-size points read three ways, with first and last success.
 
-    Per (model, hidden size, budget): success at the best-validation step
+    Per (model, hidden size, budget, engine): success at the best-validation step
     (`success`, the paper's rule), at any evaluation (`solved_at` set) and
     at the final step (`final_success`; NaN where a row did not record it),
     the medians of the first and the last solved step over the seeds that
@@ -500,8 +549,8 @@ def hidden_size_readings(results: pd.DataFrame) -> pd.DataFrame:
     if rows.empty:
         return pd.DataFrame()
     readings = []
-    for (model, hidden, budget), group in rows.groupby(
-        ["model", "hidden_size", "max_iterations"], sort=False
+    for (model, hidden, budget, engine), group in rows.groupby(
+        ["model", "hidden_size", "max_iterations", "engine"], sort=False
     ):
         found = group["solved_at"].notna()
         final = group["final_success"] if "final_success" in group else None
@@ -516,6 +565,7 @@ def hidden_size_readings(results: pd.DataFrame) -> pd.DataFrame:
                 "model": model,
                 "hidden_size": int(hidden),
                 "max_iterations": int(budget),
+                "engine": engine,
                 "n": len(group),
                 "best_step": int(group["success"].astype(bool).sum()),
                 "any_evaluation": int(found.sum()),
@@ -539,6 +589,7 @@ def hidden_size_seeds(results: pd.DataFrame) -> pd.DataFrame:
         "model",
         "hidden_size",
         "max_iterations",
+        "engine",
         "seed",
         "success",
         "best_step",
@@ -630,6 +681,7 @@ def readings_markdown(readings: pd.DataFrame) -> str:
         "model",
         "hidden size",
         "steps",
+        "engine",
         "best-validation step (paper's rule)",
         "any evaluation",
         "final step",
@@ -646,6 +698,7 @@ def readings_markdown(readings: pd.DataFrame) -> str:
             row["model"],
             str(row["hidden_size"]),
             power(row["max_iterations"]),
+            row["engine"],
             _count_cell(row["best_step"], n),
             _count_cell(row["any_evaluation"], n),
             _count_cell(row["final_step"], n),
@@ -665,9 +718,14 @@ def summary_text(results: pd.DataFrame, names: Sequence[str], models=None) -> st
     Each part's pieces sit between named markers (`section`), so a page can
     include one of them: `<part>` (the table), `<part>-three-ways` (Fig. 3's
     readings) and `<part>-to-run` (the rows still to run); `verdict` is the
-    rule in words.
+    rule in words, and `dropped`, where `load_tables` left rows out, says
+    which and why.
     """
     sections = [section("verdict", VERDICT_RULE)]
+    dropped = results.attrs.get("dropped", [])
+    if dropped:
+        lines = "".join(f"- {line}\n" for line in dropped)
+        sections.append(section("dropped", f"Rows left out:\n\n{lines}"))
     for name in names:
         part = PARTS[name]
         table = comparison(results, part)

@@ -89,7 +89,7 @@ class ForwardClip(Clip):
     >>> keras.ops.convert_to_numpy(layer.gate_values())  # what the forward pass uses
     array([0. , 0.5, 1. ], dtype=float32)
 
-    Reference: Mistry, Farrahi & Hare (2022), the Real NPU baseline of their
+    Reference: Mistry, Farrahi & Hare (2021), the Real NPU baseline of their
     division benchmark (github.com/bmistry4/nalm-division).
     """
 

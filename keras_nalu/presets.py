@@ -25,7 +25,7 @@ DEFAULT_LEARNING_RATE = 1e-3
 
 #: Output kinds that add ε to |x| before dividing by it (the NMRU in
 #: training; the NPUs' log(|x| + ε)), so a divisor near 0 stays finite: the
-#: division paper (Mistry et al. 2022) trains them on U[-2, 2].
+#: division paper (Mistry et al. 2021) trains them on U[-2, 2].
 ZERO_SAFE_DIVISION_KINDS = frozenset({"nmru", "npu", "real_npu", "real_npu_modified"})
 
 
@@ -383,7 +383,7 @@ def _real_npu(n, preset: Preset, name: str):
 
 
 def _real_npu_modified(n, preset: Preset, name: str):
-    """The modified RealNPU (Mistry et al. 2022): clip, NAU init, two ramps, L1."""
+    """The modified RealNPU (Mistry et al. 2021): clip, NAU init, two ramps, L1."""
 
     def ramped(cls, **kwargs):
         if preset.sparsity is None:

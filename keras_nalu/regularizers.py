@@ -391,7 +391,7 @@ class UnitMagnitude(ScheduledRegularizer):
     0.375
 
     Reference: Mistry, Farrahi & Hare, "Learning Division with Neural
-    Arithmetic Logic Modules" (2022), the modified Real NPU.
+    Arithmetic Logic Modules" (2021), the modified Real NPU.
     """
 
     log_name = "unit_magnitude_strength"

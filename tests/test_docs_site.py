@@ -5,6 +5,7 @@ what its helpers do.
 """
 
 import importlib.util
+import json
 import re
 import sys
 from pathlib import Path
@@ -38,6 +39,8 @@ def test_figure_script_trains_both_models_and_draws(tmp_path, monkeypatch):
     for name in ("NAU → NMU", "MLP (ReLU 64-64)"):
         assert set(report[name]) == {"mse on U[-2, 2]", "mse on U[-6, 6]"}
     assert report["formula"].startswith("y = ")
+    numbers = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+    assert numbers["NAU → NMU"] == report["NAU → NMU"] and numbers["steps"] == 50
 
 
 @pytest.fixture(scope="module")

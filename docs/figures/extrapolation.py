@@ -6,7 +6,9 @@ target is 4t². The NAU → NMU model is the README's example, trained with the
 sparsity schedule; the MLP is two ReLU layers of 64 units, trained as long on
 the same batches. The script prints both models' mean squared errors on the
 training range and on 10⁴ random inputs from U[-6, 6], and the formula that
-`keras_nalu.explain` reads from the NAU → NMU weights.
+`keras_nalu.explain` reads from the NAU → NMU weights, and writes them
+beside the figure (`docs/assets/extrapolation.json`, which the README
+quotes).
 
 Run: `python docs/figures/extrapolation.py [--steps N] [--out PATH]`.
 """
@@ -14,6 +16,7 @@ Run: `python docs/figures/extrapolation.py [--steps N] [--out PATH]`.
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -117,6 +120,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(args.out, dpi=100)
     plt.close(figure)
+    numbers = {**report, "steps": args.steps, "seed": args.seed}
+    args.out.with_suffix(".json").write_text(
+        json.dumps(numbers, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     report["figure"] = str(args.out)
     for key, value in report.items():
         print(f"{key}: {value}")

@@ -70,7 +70,7 @@ class NMRU(ArithmeticLayer):
     array([[-0.75]], dtype=float32)
 
     Reference: Mistry, Farrahi & Hare, "Learning Division with Neural
-    Arithmetic Logic Modules", TMLR 2022 (arXiv:2110.05177), the NMRU with
+    Arithmetic Logic Modules" (2021, arXiv:2110.05177), the NMRU with
     sign retrieval.
     """
 

@@ -199,7 +199,7 @@ class RealNPU(NPU):
     integer; the sign comes from cos(π·Σ Re_i over negative inputs). Same
     arguments, weights and defaults as `NPU` minus `imaginary_initializer`.
 
-    The modified Real NPU of Mistry et al. (2022) is this layer with Re
+    The modified Real NPU of Mistry et al. (2021) is this layer with Re
     clipped to [-1, 1] (`kernel_constraint="clip"`), the NAU's
     initialization (`kernel_initializer="nau_uniform"`), g₀ = ½, and the
     penalties mean|1 - |Re|| (`keras_nalu.regularizers.UnitMagnitude`) and
@@ -237,7 +237,7 @@ class RealNPU(NPU):
 
     Reference: Heim, Pevný, Šmídl, "Neural Power Units", NeurIPS 2020,
     §3 (the RealNPU); Mistry, Farrahi & Hare, "Learning Division with Neural
-    Arithmetic Logic Modules", TMLR 2022 (the modified Real NPU).
+    Arithmetic Logic Modules" (2021; the modified Real NPU).
     """
 
     complex_weights = False

@@ -90,7 +90,7 @@ def single_module_task(
 
     Reference: Mistry, Farrahi & Hare, "A Primer for Neural Arithmetic Logic
     Modules" (2022), the single-module task; "Learning Division with Neural
-    Arithmetic Logic Modules", TMLR 2022 (10 inputs).
+    Arithmetic Logic Modules" (2021; 10 inputs).
     """
     return ArithmeticTask(
         operation=operation,

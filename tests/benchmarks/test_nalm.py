@@ -71,6 +71,25 @@ def test_the_published_rate_stands_beside_ours_with_a_verdict_per_rule():
     assert "| 70.2 % | inside | inside | jax/cpu, 10 s |" in text
 
 
+def test_the_note_says_where_the_plain_real_npus_rate_comes_from():
+    """Read as points (70.2 %) or as relative (74.1 %): the note says whether
+    the other reading changes a verdict."""
+    same = nalm.judged(
+        pd.DataFrame(_runs("single_real_npu_div", "U[1,2]", successes=16, stopped=0))
+    )
+    note = nalm.paper_note(same)
+    assert note.startswith("`paper`: Mistry, Farrahi & Hare (2021)")
+    assert "70.2 %" in note and "74.1 %, which gives the same verdicts." in note
+    # 150 of 225, 67 % [60.3, 72.5]: 70.2 % inside, 74.1 % above the interval
+    other = nalm.judged(
+        pd.DataFrame(
+            _runs("single_real_npu_div", "U[1,2]", successes=150, stopped=0, seeds=225)
+        )
+    )
+    assert "fixed: below instead of inside" in nalm.paper_note(other)
+    assert nalm.paper_note(other) in nalm.summary_text(other, [])
+
+
 def test_the_cells_not_yet_run_are_listed():
     rows = nalm.judged(
         pd.DataFrame(_runs("single_nmru", "U[1,2]", successes=25, stopped=0))

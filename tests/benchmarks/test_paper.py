@@ -165,6 +165,42 @@ def test_each_budget_is_a_row_with_its_verdict_and_reason():
     assert missing == ["nmu, hidden size: 2, 3, 4, 5, 6, 7, 8, 9, 10"]
 
 
+def _write(rows: pd.DataFrame, path: Path) -> Path:
+    rows.assign(
+        interpolation_mse=1e-9, extrapolation_mse=1e-8, iterations=5_000_000
+    ).to_csv(path, index=False)
+    return path
+
+
+def test_two_engines_are_a_row_each_and_a_run_held_twice_is_named(tmp_path):
+    """The same configuration and seeds on two engines: a row per engine. The
+    same run in two files: the first kept, the second named as left out."""
+    jax = _write(_fig3_rows(5_000_000), tmp_path / "jax.csv")
+    tensorflow = _fig3_rows(5_000_000).drop(columns=["engine", "device"])
+    tensorflow = _write(tensorflow.assign(success=False), tmp_path / "tf.csv")
+    again = _write(_fig3_rows(5_000_000), tmp_path / "again.csv")
+    results = paper.load_tables([jax, tensorflow, again])
+    assert sorted(results["engine"].value_counts().items()) == [
+        ("jax", 4),
+        ("tensorflow", 4),
+    ]
+    (dropped,) = results.attrs["dropped"]
+    assert dropped.startswith(f"{again.resolve()}: 4 rows of nmu mul (")
+    assert dropped.endswith(
+        f"jax, 5·10⁶ steps, seeds 0-3) left out: {jax.resolve()}"
+        " holds the same runs and comes first"
+    )
+    table = paper.comparison(results, paper.PARTS["fig3_hidden"])
+    assert list(table["device"]) == ["jax/cpu", "tensorflow/unrecorded device"]
+    assert list(table["n"]) == [4, 4] and list(table["success_rate"]) == [0.5, 0.0]
+    readings = paper.hidden_size_readings(results)
+    assert list(readings["engine"]) == ["jax", "tensorflow"]
+    text = paper.summary_text(results, ["fig3_hidden"])
+    assert f"Rows left out:\n\n- {dropped}\n" in text
+    clean = paper.summary_text(paper.load_tables([jax, tensorflow]), ["fig3_hidden"])
+    assert "left out" not in clean
+
+
 def test_a_time_limit_stops_the_command_and_the_same_command_continues(
     tmp_path, capsys
 ):

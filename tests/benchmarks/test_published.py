@@ -46,9 +46,18 @@ def test_the_plain_real_npu_is_the_modified_one_less_15_1_points():
     assert rates == {"nmru": 0.916, "real_npu_modified": 0.853, "real_npu": 0.702}
 
 
+def test_the_plain_real_npu_has_two_readings_of_15_1_percent():
+    """ "Improving … by 15.1 %": points (85.3 − 15.1) or relative (85.3 / 1.151)."""
+    readings = {way: row.rate for way, row in published.REAL_NPU_READINGS.items()}
+    assert readings == {"points": 0.702, "relative": 0.741}
+    assert "Learning Division" in published.NALM_PAPER
+    assert "(2021)" in published.NALM_PAPER
+
+
 def test_the_figure_3_counts_say_where_they_come_from():
     assert "read off its Wilson error bars" in published.FIG_3_COUNTS_NOTE
-    assert "50 seeds a point" in published.FIG_3_COUNTS_NOTE
+    assert "neither its caption nor its text" in published.FIG_3_COUNTS_NOTE
+    assert "seeds 0–49" in published.FIG_3_COUNTS_NOTE
     assert "App. C.3 (Fig. 7)" in published.__doc__
 
 

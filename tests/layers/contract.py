@@ -371,7 +371,7 @@ def npu(layer, x):
 
 def nmru(layer, x):
     """∏_j (W_j·z_j + 1 - W_j) · cos(π Σ_i [x_i < 0](W_i + W_(I+i))), z = [|x|,
-    1/|x|] (Mistry et al. 2022), at inference: the exact reciprocal."""
+    1/|x|] (Mistry et al. 2021), at inference: the exact reciprocal."""
     x = np.asarray(x, "float64")
     kernel = clip_like(layer.kernel_constraint, weight(layer, "kernel"), 0.0, 1.0)
     with np.errstate(divide="ignore"):

@@ -1,4 +1,4 @@
-"""NMRU: an NMU over [|x|, 1/(|x| + ε)] with the sign (Mistry et al. 2022)."""
+"""NMRU: an NMU over [|x|, 1/(|x| + ε)] with the sign (Mistry et al. 2021)."""
 
 import itertools
 

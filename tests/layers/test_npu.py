@@ -167,7 +167,7 @@ def test_saved_model_round_trip(tmp_path):
     check_export_round_trip(model, x, tmp_path)
 
 
-# --- the modified Real NPU (Mistry et al. 2022) ----------------------------------
+# --- the modified Real NPU (Mistry et al. 2021) ----------------------------------
 
 
 def modified_kwargs():
