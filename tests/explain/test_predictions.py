@@ -210,6 +210,38 @@ def test_a_product_of_sums_below_mixed_hidden_units_is_read_once():
     assert explanation.discrete
 
 
+@pytest.mark.parametrize(
+    "kinds, values",
+    [
+        (("nau", "nmu"), [-1.0, 0.0, 1.0]),
+        (("nmu", "nmu"), [0.0, 1.0]),
+        # NAC• multiplies magnitudes: sums of positive inputs keep their sign.
+        (("nac", "nac_mul"), [0.0, 1.0]),
+    ],
+    ids=["nau-nmu", "nmu-nmu", "nac-nac_mul"],
+)
+@EXAMPLES
+@given(data=st.data())
+def test_an_unused_hidden_unit_leaves_the_product_of_the_others(kinds, values, data):
+    # Units 0 and 1 are discrete and multiplied; unit 2, whatever it holds,
+    # enters with weight 0.
+    model = model_of(kinds, hidden_size=3)
+    size = INPUT_SIZE
+    used = data.draw(
+        st.lists(st.sampled_from(values), min_size=2 * size, max_size=2 * size)
+    )
+    unused = data.draw(st.lists(st.floats(-0.9, 0.9), min_size=size, max_size=size))
+    first = np.column_stack([np.reshape(used, (size, 2)), unused])
+    set_kernel(model.layers[0], np.clip(first, min(values), 1.0))
+    set_kernel(model.layers[1], [[1.0], [1.0], [0.0]])
+
+    explanation = explain(model)
+
+    inputs = sample_inputs(INPUT_SIZE)
+    formulas = assert_printed_formulas_match(model, explanation, inputs)
+    assert explanation.matches_model and list(formulas) == [0], str(explanation)
+
+
 ANY_KINDS = [
     ("nau", "nau"),
     ("nau", "nmu"),
