@@ -228,7 +228,9 @@ def _train_summary(record: dict, config, record_path) -> str:
         and getattr(config, f.name) != getattr(defaults, f.name)
     ]
     formula = record.get("formula")
-    if formula is None:
+    if record.get("formula_verdict") == "no formula":
+        formula = record["formula_error"]  # what `explain` prints
+    elif formula is None:
         formula = f"(not read: {record.get('formula_error', 'explain unavailable')})"
     elif record.get("formula_verdict"):
         formula = f"{formula}  ({record['formula_verdict']})"
@@ -251,11 +253,20 @@ def _explain_record(model, config) -> dict:
         from keras_nalu.explain import compare_with_task, explain
     except ImportError:
         return {}
+    task = config.task()
     try:
-        explanation = explain(model)
-        comparison = compare_with_task(explanation, config.task())
+        explanation = explain(
+            model, input_ranges=(task.interpolation_range, task.extrapolation_range)
+        )
+        comparison = compare_with_task(explanation, task)
     except (ValueError, ImportError) as error:
         return {"formula": None, "formula_error": str(error)}
+    if not explanation.matches_model:
+        return {
+            "formula": None,
+            "formula_error": str(explanation),
+            "formula_verdict": comparison.verdict,
+        }
     return {"formula": str(explanation), "formula_verdict": comparison.verdict}
 
 
@@ -301,8 +312,26 @@ def _explain(args) -> int:
     from keras_nalu.explain import explain
 
     model = _load_keras_model(args.model)
-    print(explain(model, tolerance=args.tolerance))
+    ranges = _task_ranges(Path(args.model).parent / "result.json")
+    print(explain(model, tolerance=args.tolerance, **ranges))
     return 0
+
+
+def _task_ranges(record_path: Path) -> dict:
+    """`input_ranges=` the run's interpolation and extrapolation ranges, from
+    the record `train` writes beside its model; none (explain's defaults)
+    without one."""
+    from keras_nalu.tasks import Range
+
+    try:
+        task = json.loads(record_path.read_text())["task"]
+        ranges = tuple(
+            Range.parse(task[key], key)
+            for key in ("interpolation_range", "extrapolation_range")
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return {"input_ranges": ranges}
 
 
 def _load_keras_model(name: str):
@@ -709,7 +738,10 @@ def _explain_flags(explain) -> None:
         default=0.01,
         help="largest distance of a weight from its discrete value (-1, 0, 1) "
         "that still counts as discrete, in [0, 0.5); farther weights make the "
-        "formula approximate and are listed (default: 0.01)",
+        "formula approximate and are listed. A formula must also match the "
+        "model's predictions within it (relative), on inputs from the task's "
+        "ranges (read from result.json beside the model; U[1, 2] and U[2, 6] "
+        "without it), or explain says there is none (default: 0.01)",
     )
 
 

@@ -139,3 +139,31 @@ def assert_set_weights_starts_one_replica() -> None:
         run.set_weights(0, [np.ones((10, 2))])
     with pytest.raises(ValueError, match="expects r to be a replica"):
         run.set_weights(2, solution)
+
+
+def set_nac(layer, discrete_kernel) -> None:
+    """Ŵ, M̂ = ±20 so that W = tanh(Ŵ)σ(M̂) is within 1e-8 of the given kernel."""
+    import numpy as np
+
+    kernel = np.asarray(discrete_kernel, "float32")
+    layer.w_hat.assign(np.where(kernel < 0, -20.0, 20.0))
+    layer.m_hat.assign(np.where(kernel == 0, -20.0, 20.0))
+
+
+def mixed_subtraction():
+    """NAU → NAU on 10 inputs computing x6 - x8 with hidden units that mix
+    the inputs: h0 = 0.2 x0 + 0.5 x6 - 0.3 x8, h1 = -0.2 x0 + 0.5 x6 - 0.7 x8,
+    y = h0 + h1. Each weight rounded alone reads 2*x6 - x8."""
+    import keras
+    import numpy as np
+
+    from keras_nalu.layers import NAU
+
+    model = keras.Sequential(
+        [keras.Input((10,)), NAU(2, name="hidden"), NAU(1, name="output")]
+    )
+    kernel = np.zeros((10, 2), "float32")
+    kernel[0], kernel[6], kernel[8] = [0.2, -0.2], [0.5, 0.5], [-0.3, -0.7]
+    model.get_layer("hidden").kernel.assign(kernel)
+    model.get_layer("output").kernel.assign([[1.0], [1.0]])
+    return model

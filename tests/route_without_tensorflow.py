@@ -172,7 +172,11 @@ def test_train_explain_and_the_export_that_needs_tensorflow(tmp_path):
     assert record["threshold"] > 0 and record["iterations"] == 2000
     assert record["config"]["input_size"] == 14
     explained = keras_nalu("explain", run_dir / "model.keras", cwd=tmp_path)
-    assert "y =" in explained.stdout
+    # Unsolved in 2,000 steps, it may compute no formula: explain says what
+    # train recorded, either way.
+    printed = record["formula"] or record["formula_error"]
+    assert explained.stdout.strip() == printed
+    assert printed.startswith(("y = ", "no formula: "))
 
 
 def test_paper_full_plans_chunks_that_finish_then_summarizes(tmp_path):

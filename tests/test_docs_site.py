@@ -38,7 +38,8 @@ def test_figure_script_trains_both_models_and_draws(tmp_path, monkeypatch):
     assert set(report) == {"NAU → NMU", "MLP (ReLU 64-64)", "formula", "figure"}
     for name in ("NAU → NMU", "MLP (ReLU 64-64)"):
         assert set(report[name]) == {"mse on U[-2, 2]", "mse on U[-6, 6]"}
-    assert report["formula"].startswith("y = ")
+    # 50 steps solve nothing: explain says so rather than print a formula.
+    assert report["formula"].startswith("no formula: ")
     numbers = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
     assert numbers["NAU → NMU"] == report["NAU → NMU"] and numbers["steps"] == 50
 

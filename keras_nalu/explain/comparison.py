@@ -28,8 +28,8 @@ class TaskComparison:
     """The verdict of `compare_with_task`.
 
     Attributes:
-        verdict: `"exact"`, `"exact up to sign"`, `"not discrete"`,
-            `"wrong subset"` or `"wrong operation"`.
+        verdict: `"exact"`, `"exact up to sign"`, `"no formula"`,
+            `"not discrete"`, `"wrong subset"` or `"wrong operation"`.
         detail: what the model computes against what the task asks, and which
             inputs are extra or missing.
 
@@ -181,8 +181,13 @@ def compare_with_task(
     target is a + b, a - b, a * b, a / b, a**2 or a**(1/2) for `task.operation`
     `"add"`, `"sub"`, `"mul"`, `"div"`, `"squared"`, `"root"`. Verdicts:
 
-    - `"not discrete"`: a weight is off its discrete value or a NALU gate is
-      free; the detail says whether the rounded expression would be exact.
+    - `"no formula"`: the expression read from the rounded weights differs
+      from the model's predictions by more than the tolerance, or has a free
+      NALU gate (see `explain`); the detail says why, and what the rounded
+      reading would be.
+    - `"not discrete"`: the expression is within the tolerance of the model's
+      predictions, but a weight is off its discrete value; the detail says
+      whether the rounded expression would be exact.
     - `"exact"`: equal to the target for all inputs (SymPy). The mirrored NMU
       solution, both factors negated, is exact.
     - `"exact up to sign"`: equal to minus the target.
@@ -231,10 +236,12 @@ def compare_with_task(
     tree = explanation._trees[output]
     symbols = [sympy.Symbol(name) for name in names]
     model_expr, target_expr = _to_sympy(tree, sympy), _to_sympy(target, sympy)
+    computed = explanation._computed(output)
     computes = (
         f"the model computes {explanation.outputs[output]}, "
-        f"the task ({task.operation}) is {_render(target)}"
-    )
+        if computed
+        else f"the rounded weights read {explanation.outputs[output]}, "
+    ) + f"the task ({task.operation}) is {_render(target)}"
 
     if _sympy_equal(model_expr, target_expr, symbols, sympy):
         verdict, detail = "exact", computes
@@ -242,6 +249,10 @@ def compare_with_task(
         verdict, detail = "exact up to sign", computes
     else:
         verdict, detail = _difference(tree, target, names, computes)
+    if not computed:
+        reason = explanation._no_formula_reason(output)
+        nearest = f"the nearest reading would be {verdict}: {detail}"
+        return TaskComparison("no formula", f"{reason}; {nearest}")
     if not explanation.discrete:
         reasons = []
         if explanation.deviations:

@@ -9,13 +9,31 @@ from typing import Any
 import numpy as np
 
 from keras_nalu.explain.expression import (
+    _evaluate,
+    _Gated,
     _import_sympy,
     _render,
     _sympy_equal,
     _to_sympy,
     _Var,
 )
-from keras_nalu.explain.readers import _chain, _input_size, _numpy, _read_layer
+from keras_nalu.explain.readers import (
+    _chain,
+    _input_size,
+    _map_kind,
+    _numpy,
+    _read_composition,
+    _read_layer,
+    _reads_inputs,
+)
+from keras_nalu.tasks.ranges import Range
+
+#: The arithmetic task's interpolation and extrapolation ranges (Madsen &
+#: Johansen 2020), where `explain` draws its sample inputs by default.
+DEFAULT_INPUT_RANGES = ("U[1, 2]", "U[2, 6]")
+
+#: Sample inputs drawn from each range.
+SAMPLE_SIZE = 1_000
 
 
 @dataclasses.dataclass
@@ -23,24 +41,38 @@ class Explanation:
     """The expression a chain of arithmetic units computes, and how exact it is.
 
     Attributes:
-        outputs: one expression per model output unit, e.g.
-            `["sum(x[13:38]) * sum(x[26:51])"]`. `sum(x[a:b])` is
-            `x_a + ... + x_{b-1}`; the strings parse as Python/SymPy with
-            `x` bound to the list of inputs.
-        discrete: True when the expression is exact: every weight within
+        outputs: one expression per model output unit, read from the rounded
+            weights, e.g. `["sum(x[13:38]) * sum(x[26:51])"]`. `sum(x[a:b])`
+            is `x_a + ... + x_{b-1}`; the strings parse as Python/SymPy with
+            `x` bound to the list of inputs. `str()` prints only those that
+            the model computes (see `differences`).
+        discrete: True when every weight the expression is read from is within
             `tolerance` of its discrete value and every NALU gate saturated.
-        max_deviation: the largest distance of any weight to its nearest
-            discrete value, max min(|W|, |1 - |W||) (Madsen & Johansen 2020, eq. 17, the
-            sparsity error). For a saturated NALU unit only the weights of the
-            selected path count.
+            Consecutive linear layers are read as one (the product of their
+            kernels), so hidden units that mix the inputs count by what they
+            compute together.
+        max_deviation: the largest distance of any weight read to its nearest
+            discrete value, max min(|W|, |1 - |W||) (Madsen & Johansen 2020,
+            eq. 17, the sparsity error). For a saturated NALU unit only the
+            weights of the selected path count.
         deviations: `(layer name, (row, column), weight)` for every weight
-            farther than `tolerance` from a discrete value, worst first.
+            farther than `tolerance` from a discrete value, worst first; the
+            product of layers `a` and `b` is named `a·b`.
         layers: one summary per layer in terms of that layer's own inputs.
         notes: other reasons the expression is approximate (free NALU gates).
         input_names: the names the expressions use for the model inputs.
+        differences: per output, the largest difference between the
+            expression and the model's predictions on the sample inputs,
+            |expression - prediction| / max(|prediction|, 1); None where the
+            expression has a free NALU gate and cannot be evaluated.
+        tolerance: the `tolerance` of `explain`: for the weights and for
+            `differences`.
+        sample: the inputs the expressions were checked on, in words.
 
     `str()` gives `"y = ..."` (one `"y<i> = ..."` line per output when there
-    are several), followed by `"  [approximate: ...]"` when not discrete.
+    are several), followed by `"  [approximate: ...]"` when not discrete; an
+    output whose expression differs from the model's predictions by more than
+    `tolerance` reads `"no formula: ..."` with the reason instead.
 
     Example:
 
@@ -53,6 +85,8 @@ class Explanation:
     y = sum(x[1:4]) - x4
     >>> explanation.discrete, explanation.layers
     (True, ['sum: y = sum(x[1:4]) - x4'])
+    >>> explanation.matches_model, explanation.sample
+    (True, '1,000 inputs from U[1, 2] and 1,000 from U[2, 6]')
     """
 
     outputs: list[str]
@@ -62,24 +96,62 @@ class Explanation:
     layers: list[str]
     notes: list[str] = dataclasses.field(default_factory=list)
     input_names: list[str] = dataclasses.field(default_factory=list, repr=False)
+    differences: list[float | None] = dataclasses.field(default_factory=list)
+    tolerance: float = 0.01
+    sample: str = ""
     _trees: list[Any] = dataclasses.field(
         default_factory=list, repr=False, compare=False
     )
 
+    @property
+    def matches_model(self) -> bool:
+        """Whether every output's expression is what the model computes: within
+        `tolerance` of its predictions on the sample inputs."""
+        return all(self._computed(i) for i in range(len(self.outputs)))
+
+    def _computed(self, output: int) -> bool:
+        difference = self.differences[output]
+        return difference is not None and difference <= self.tolerance
+
+    def _no_formula_reason(self, output: int) -> str:
+        """Why output `output` reads as no formula, in words."""
+        difference = self.differences[output]
+        if difference is None:
+            tree = self._trees[output]
+            gates = [note for note in self.notes if _mentions_gate(tree, note)]
+            return "; ".join(gates or self.notes)
+        return (
+            "the weights, rounded to their discrete values, give an expression "
+            f"that differs from the model's predictions by up to {difference:.3g} "
+            f"(relative), more than the tolerance {self.tolerance:g}, on "
+            f"{self.sample}"
+        )
+
+    def _deviation_text(self) -> str:
+        name, (row, col) = self.deviations[0][:2]
+        return f"max deviation {self.max_deviation:.3g} at {name}[{row},{col}]"
+
     def __str__(self) -> str:
-        if len(self.outputs) == 1:
-            text = f"y = {self.outputs[0]}"
-        else:
-            text = "\n".join(f"y{i} = {out}" for i, out in enumerate(self.outputs))
-        if not self.discrete:
-            reasons = []
+        single = len(self.outputs) == 1
+        lines = []
+        for i, text in enumerate(self.outputs):
+            name = "y" if single else f"y{i}"
+            if self._computed(i):
+                lines.append(f"{name} = {text}")
+                continue
+            reason = self._no_formula_reason(i)
             if self.deviations:
-                name, (row, col) = self.deviations[0][:2]
-                reasons.append(
-                    f"max deviation {self.max_deviation:.3g} at {name}[{row},{col}]"
-                )
-            reasons.extend(self.notes)
-            text += f"  [approximate: {'; '.join(reasons)}]"
+                reason += f"; {self._deviation_text()}"
+            lines.append(
+                f"no formula: {reason}" if single else f"{name}: no formula ({reason})"
+            )
+        text = "\n".join(lines)
+        shown = [d for i, d in enumerate(self.differences) if self._computed(i)]
+        if shown and self.deviations:
+            text += (
+                f"  [approximate: {self._deviation_text()}; within "
+                f"{max(shown):.2g} of the model's predictions]"
+            )
         return text
 
     def sympy(self) -> list:
@@ -129,6 +201,7 @@ def explain(
     tolerance: float = 0.01,
     input_names: Sequence[str] | None = None,
     sample_inputs=None,
+    input_ranges: Sequence = DEFAULT_INPUT_RANGES,
 ) -> Explanation:
     """Reads the arithmetic expression computed by a chain of units.
 
@@ -136,14 +209,23 @@ def explain(
     pass, NAC/NAC•/NALU `tanh(Ŵ)⊙σ(M̂)`) is rounded to the nearest of
     {-1, 0, 1} ({0, 1} for the NMU). NAU, NAC and linear Dense rows become
     signed sums, NMU columns products of the selected inputs, NAC• columns
-    products with weight -1 dividing. NAC• (and the NALU's multiplicative path)
-    multiplies magnitudes |x|; the expression leaves the absolute values out,
-    as the arithmetic tasks' inputs are positive. A NALU unit whose gate is
-    saturated (all g > 1 - tolerance, or all g < tolerance) reads as its
-    additive or multiplicative path; otherwise it reads `g*(add) + (1 - g)*(mul)`
-    and the explanation is approximate. Weights farther than `tolerance` from a
-    discrete value are listed and also make it approximate; the expression is
-    still written with the rounded weights.
+    products with weight -1 dividing. Consecutive linear layers (NAU, NAC,
+    MC-FC, linear Dense) compute one linear map, the product of their
+    kernels, and are read as one, rounded to integers: hidden units that
+    split or mix the inputs count by what they compute together. Consecutive
+    NAC• layers are read as one too (the product of their exponents). NAC•
+    (and the NALU's multiplicative path) multiplies magnitudes |x|; the
+    expression leaves the absolute values out, as the arithmetic tasks'
+    inputs are positive. A NALU unit whose gate is saturated on the sample
+    inputs (all g > 1 - tolerance, or all g < tolerance) reads as its additive
+    or multiplicative path; otherwise it reads `g*(add) + (1 - g)*(mul)`,
+    which is no formula. Weights farther than `tolerance` from a discrete
+    value are listed and make the expression approximate.
+
+    Every expression is then checked against the model's own predictions on
+    the sample inputs: one that differs from them by more than `tolerance`,
+    |expression - prediction| / max(|prediction|, 1), is not what the model
+    computes, and `str()` says so instead of printing it.
 
     Args:
         model: a `keras.Sequential` or functional model (or a single built
@@ -151,16 +233,20 @@ def explain(
             NAC, NACMul, NALU, RealNPU, MCFC, MCFCMul and `Dense` layers with
             linear activation and zero bias.
         tolerance: largest distance of a weight from its discrete value that
-            still counts as discrete, in [0, 0.5).
+            still counts as discrete, and largest relative difference between
+            an expression and the model's predictions, in [0, 0.5).
         input_names: names of the model inputs; default `x0 ... x{n-1}`, for
             which runs of three or more consecutive inputs collapse into
             `sum(x[a:b])`.
-        sample_inputs: optional representative input batch, used to evaluate
-            NALU gates. Without it a gate counts as saturated only if its
-            weights G are ≈ 0 and its bias saturates the sigmoid.
+        sample_inputs: optional representative input batch, on which NALU
+            gates are judged and the expressions checked.
+        input_ranges: without `sample_inputs`, the ranges (`Range`s or their
+            text, e.g. `"U[-2, 2]"`) that 1,000 sample inputs each are drawn
+            from, with a fixed seed. Default: U[1, 2] and U[2, 6], the
+            arithmetic task's interpolation and extrapolation ranges.
 
     Returns:
-        An `Explanation`; `str()` gives `"y = ..."`.
+        An `Explanation`; `str()` gives `"y = ..."`, or `"no formula: ..."`.
 
     Raises:
         UnsupportedLayerError: (a `ValueError`) for a layer that is not one of
@@ -168,16 +254,27 @@ def explain(
 
     Example:
 
+    Two hidden units that mix the inputs, read together:
+
     >>> import keras
     >>> from keras_nalu.layers import NAU, NMU
+    >>> model = keras.Sequential([keras.Input((3,)), NAU(2), NAU(1)])
+    >>> _ = model.layers[0].kernel.assign([[0.5, 0.5], [-0.3, -0.7], [0, 0.0]])
+    >>> _ = model.layers[1].kernel.assign([[1.0], [1.0]])
+    >>> explanation = explain(model)
+    >>> print(explanation)
+    y = x0 - x1
+    >>> explanation.layers[0]  # doctest: +ELLIPSIS
+    'nau...: h0 = x0; h1 = x0 - x1  [4 weight(s) off, worst 0.5 at nau...[0,0]]'
+
+    An NMU weight of 0.9 is no formula: the factor it half-selects, x2 - x3,
+    crosses 0, where 0.9·(x2 - x3) + 0.1 is far from x2 - x3.
+
     >>> model = keras.Sequential([keras.Input((4,)), NAU(2), NMU(1)])
     >>> _ = model.layers[0].kernel.assign([[1, 0], [1, 0], [0, 1], [0, -1.0]])
     >>> _ = model.layers[1].kernel.assign([[1.0], [0.9]])
-    >>> explanation = explain(model)
-    >>> print(explanation)  # doctest: +ELLIPSIS
-    y = (x0 + x1) * (x2 - x3)  [approximate: max deviation 0.1 at nmu...[1,0]]
-    >>> explanation.layers[0]  # doctest: +ELLIPSIS
-    'nau...: h0 = x0 + x1; h1 = x2 - x3'
+    >>> print(explain(model))  # doctest: +ELLIPSIS
+    no formula: the weights, rounded to their discrete values, give ...
     """
     tolerance = float(tolerance)
     if not 0.0 <= tolerance < 0.5:
@@ -196,48 +293,37 @@ def explain(
                 f"Received: {len(input_names)} names"
             )
         inputs = [_Var(name, None, i) for i, name in enumerate(input_names)]
-    sample = None
-    if sample_inputs is not None:
-        sample = np.asarray(sample_inputs, dtype="float32").reshape(-1, size)
+    checked, described = _sample(sample_inputs, input_ranges, size)
 
     gate_names = [f"g{i}" for i in range(sum(getattr(x, "units", 0) for x in chain))]
     expressions, summaries, distances, notes = inputs, [], [], []
     hidden_count = len(chain) - 1
-    previous_names = inputs
-    for depth, layer in enumerate(chain):
-        reading = _read_layer(layer, tolerance, sample, gate_names)
-        expressions = reading.build(expressions)
-        distances.extend(reading.distances)
-        notes.extend(reading.notes)
-        local = reading.build(previous_names)
-        last = depth == len(chain) - 1
-        if last:
-            prefix = "y"
-        else:
-            prefix = "h" if hidden_count == 1 else f"h{depth + 1}_"
-        names = (
-            ["y"]
-            if last and len(local) == 1
-            else [f"{prefix}{j}" for j in range(len(local))]
-        )
-        parts = []
-        for j, (name, node) in enumerate(zip(names, local)):
-            extra = f" ({reading.gate_text[j]})" if reading.gate_text[j] else ""
-            parts.append(f"{name} = {_render(node)}{extra}")
-        off = [d for d in reading.distances if d[3] > tolerance]
-        if off:
-            worst = max(off, key=lambda d: d[3])
-            parts[-1] += (
-                f"  [{len(off)} weight(s) off, worst {worst[2]:.3g} at "
-                f"{worst[0]}[{worst[1][0]},{worst[1][1]}]]"
+    previous_names, sample, depth = inputs, checked, 0
+    # The layers' inputs are computed as far as a layer reads them.
+    reads_inputs = [_reads_inputs(layer) for layer in chain]
+    for kind, group in _groups(chain, tolerance):
+        readings = []
+        for layer in group:
+            reading = _read_layer(layer, tolerance, sample, gate_names)
+            readings.append(reading)
+            notes.extend(reading.notes)
+            last = depth == len(chain) - 1
+            prefix = "y" if last else ("h" if hidden_count == 1 else f"h{depth + 1}_")
+            summary, previous_names = _summary(
+                layer, reading, previous_names, prefix, last, tolerance
             )
-        summaries.append(f"{layer.name}: " + "; ".join(parts))
-        previous_names = [_Var(name, prefix, j) for j, name in enumerate(names)]
-        if sample is not None:
-            sample = _numpy(layer(sample)).astype("float32")
+            summaries.append(summary)
+            depth += 1
+            if any(reads_inputs[depth:]):
+                sample = _numpy(layer(sample)).astype("float32")
+        # Consecutive linear layers are one map: read it, not each factor.
+        whole = readings[0] if len(group) == 1 else _read_composition(group, kind)
+        expressions = whole.build(expressions)
+        distances.extend(whole.distances)
 
     off = sorted((d for d in distances if d[3] > tolerance), key=lambda d: -d[3])
     max_deviation = max((d[3] for d in distances), default=0.0)
+    predictions = _numpy(model(checked)).reshape(len(checked), -1)
     return Explanation(
         outputs=[_render(node) for node in expressions],
         discrete=not off and not notes,
@@ -246,5 +332,97 @@ def explain(
         layers=summaries,
         notes=notes,
         input_names=[var.name for var in inputs],
+        differences=[
+            _largest_difference(node, checked, predictions[:, column])
+            for column, node in enumerate(expressions)
+        ],
+        tolerance=tolerance,
+        sample=described,
         _trees=list(expressions),
     )
+
+
+def _groups(chain, tolerance) -> list[tuple[str | None, list]]:
+    """The chain cut into runs of layers of one linear kind, others alone."""
+    groups: list[tuple[str | None, list]] = []
+    for layer in chain:
+        kind = _map_kind(layer, tolerance)
+        if kind is not None and groups and groups[-1][0] == kind:
+            groups[-1][1].append(layer)
+        else:
+            groups.append((kind, [layer]))
+    return groups
+
+
+def _summary(layer, reading, previous_names, prefix, last, tolerance):
+    """`"name: h0 = ...; h1 = ..."` in the layer's own inputs, and its outputs'
+    names for the next layer."""
+    local = reading.build(previous_names)
+    names = [f"{prefix}{j}" for j in range(len(local))]
+    if last and len(local) == 1:
+        names = ["y"]
+    parts = []
+    for j, (name, node) in enumerate(zip(names, local)):
+        extra = f" ({reading.gate_text[j]})" if reading.gate_text[j] else ""
+        parts.append(f"{name} = {_render(node)}{extra}")
+    off = [d for d in reading.distances if d[3] > tolerance]
+    if off:
+        worst = max(off, key=lambda d: d[3])
+        parts[-1] += (
+            f"  [{len(off)} weight(s) off, worst {worst[2]:.3g} at "
+            f"{worst[0]}[{worst[1][0]},{worst[1][1]}]]"
+        )
+    summary = f"{layer.name}: " + "; ".join(parts)
+    return summary, [_Var(name, prefix, j) for j, name in enumerate(names)]
+
+
+def _sample(sample_inputs, input_ranges, size) -> tuple[np.ndarray, str]:
+    """The inputs the gates are judged and the expressions checked on, and
+    their description."""
+    if sample_inputs is not None:
+        sample = np.asarray(sample_inputs, dtype="float32").reshape(-1, size)
+        if not len(sample):
+            raise ValueError("explain() expects sample_inputs with at least one row.")
+        return sample, f"{len(sample):,} sample inputs"
+    if isinstance(input_ranges, str | Range):
+        input_ranges = (input_ranges,)
+    ranges = [Range.parse(value, "input_ranges") for value in input_ranges]
+    if not ranges:
+        raise ValueError("explain() expects at least one of input_ranges.")
+    sample = np.concatenate(
+        [
+            value_range.sample_numpy((SAMPLE_SIZE, size), seed=seed)
+            for seed, value_range in enumerate(ranges)
+        ]
+    )
+    described = f"{SAMPLE_SIZE:,} inputs from {ranges[0]}" + "".join(
+        f" and {SAMPLE_SIZE:,} from {value_range}" for value_range in ranges[1:]
+    )
+    return sample, described
+
+
+def _largest_difference(node, inputs, predictions) -> float | None:
+    """max |expression - prediction| / max(|prediction|, 1) over the inputs;
+    None when the expression has a free gate."""
+    values = _evaluate(node, inputs.astype("float64"))
+    if values is None:
+        return None
+    predictions = predictions.astype("float64")
+    with np.errstate(all="ignore"):
+        difference = np.abs(values - predictions) / np.maximum(np.abs(predictions), 1)
+    # Equal infinities and NaN where both are NaN agree; any other NaN does not.
+    same = (values == predictions) | (np.isnan(values) & np.isnan(predictions))
+    difference = np.where(same, 0.0, np.nan_to_num(difference, nan=np.inf))
+    return float(difference.max())
+
+
+def _mentions_gate(node, note: str) -> bool:
+    """Whether `note` ("gate g0 of ...") is about a gate in the expression."""
+    return any(f"gate {gate} " in note for gate in _gates(node))
+
+
+def _gates(node) -> set[str]:
+    if isinstance(node, _Gated):
+        return {node.gate} | _gates(node.additive) | _gates(node.multiplicative)
+    children = getattr(node, "terms", None) or getattr(node, "factors", None) or ()
+    return set().union(*(_gates(child) for _, child in children))

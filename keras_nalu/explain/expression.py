@@ -5,7 +5,8 @@ rational powers and NALU-style gated pairs. `_make_sum` and `_make_product`
 simplify as they build (nested sums flattened, like terms merged, constants
 folded), `_render` writes the Python/SymPy text `explain` reports, and
 `_to_sympy` gives the SymPy expression that `Explanation.equivalent_to` and
-`compare_with_task` judge with.
+`compare_with_task` judge with, and `_evaluate` its values on a batch of
+inputs, against which `explain` checks the model's predictions.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import dataclasses
 import random
 from fractions import Fraction
+
+import numpy as np
 
 SYMPY_HINT = (
     "This needs SymPy. Install it with "
@@ -222,6 +225,34 @@ def _to_sympy(node: _Node, sympy):
     return gate * _to_sympy(node.additive, sympy) + (1 - gate) * _to_sympy(
         node.multiplicative, sympy
     )
+
+
+def _evaluate(node: _Node, x):
+    """The node's value on every row of `x` (float64), or None with a free gate.
+
+    Powers of negative numbers with a fractional exponent are NaN and
+    divisions by 0 infinite, as in NumPy.
+    """
+    if isinstance(node, _Var):
+        return x[:, node.index]
+    if isinstance(node, _Const):
+        return np.full(len(x), float(node.value))
+    if isinstance(node, _Gated):
+        return None
+    parts = [
+        (_evaluate(child, x), weight)
+        for weight, child in (node.terms if isinstance(node, _Sum) else node.factors)
+    ]
+    if any(value is None for value, _ in parts):
+        return None
+    with np.errstate(all="ignore"):
+        if isinstance(node, _Sum):
+            return sum(coefficient * value for value, coefficient in parts)
+        result = np.ones(len(x))
+        for value, power in parts:
+            exponent = power.numerator if power.denominator == 1 else float(power)
+            result = result * np.power(value, exponent)
+        return result
 
 
 def _linear_form(node: _Node) -> dict[int | None, int] | None:

@@ -2,8 +2,9 @@
 
 Each reader rounds a layer's effective weights (`ArithmeticLayer.effective_weights`)
 to their nearest discrete values and records how far each weight is from it;
-`_read_layer` picks the reader of a layer, `_chain` checks that a model is a
-single chain of layers `explain` can read.
+`_read_layer` picks the reader of a layer, `_read_composition` reads
+consecutive linear layers as one (`_map_kind` says which compose), `_chain`
+checks that a model is a single chain of layers `explain` can read.
 """
 
 from __future__ import annotations
@@ -29,9 +30,11 @@ from keras_nalu.layers import (
     NMRU,
     NMU,
     NPU,
+    GatedNAUNMU,
     MCFCMul,
     NACMul,
     RealNPU,
+    iNALU,
 )
 
 # Rounding prefers the non-zero value on a tie, so a weight stuck at 0.5 still
@@ -99,12 +102,37 @@ def _products(rounded: np.ndarray, keep_sign: bool):
     return build
 
 
+#: The layers `explain` reads, for its messages.
+READ_LAYERS = (
+    "NAU, NMU, NMRU, NAC, NACMul, NALU, RealNPU, MCFC, MCFCMul and linear "
+    "Dense layers without bias"
+)
+
+
 def _unsupported(layer, reason: str) -> UnsupportedLayerError:
     return UnsupportedLayerError(
-        f"explain() cannot read layer '{layer.name}' ({type(layer).__name__}): "
-        f"{reason}. It reads chains of NAU, NMU, NMRU, NAC, NACMul, NALU, "
-        "RealNPU, MCFC, MCFCMul and Dense(activation=None) layers without bias."
+        f"cannot read a formula from layer '{layer.name}' ({type(layer).__name__}): "
+        f"{reason}. explain reads chains of {READ_LAYERS}; judge other models "
+        "by their errors on the task (interpolation_mse and extrapolation_mse in "
+        "a run's result.json)."
     )
+
+
+def _not_read(layer) -> UnsupportedLayerError:
+    """Why a layer outside the units `explain` reads has no formula."""
+    if isinstance(layer, iNALU):
+        reason = (
+            "an iNALU mixes a sum and a product through a learned gate, with a "
+            "sign and a clipped log on the product path, which explain does not read"
+        )
+    elif isinstance(layer, GatedNAUNMU):
+        reason = (
+            "a gated NAU/NMU mixes an NAU and an NMU through an input-dependent "
+            "gate, which explain does not read"
+        )
+    else:
+        reason = "it is not one of the units explain reads"
+    return _unsupported(layer, reason)
 
 
 def _read_linear(layer, kernel) -> _LayerReading:
@@ -179,18 +207,70 @@ def _read_mcfc(layer) -> _LayerReading:
     )
 
 
+def _map_kind(layer, tolerance) -> str | None:
+    """The layer's map: "sum" for x·K, "log" for exp(log|x|·K), else None.
+
+    Consecutive layers of one kind compute what one layer with the product of
+    their kernels computes, so `explain` reads them together.
+    """
+    if isinstance(layer, NAU | NAC) or (
+        isinstance(layer, MCFC) and not isinstance(layer, MCFCMul)
+    ):
+        return "sum"
+    if isinstance(layer, NACMul):
+        return "log"
+    if isinstance(layer, keras.layers.Dense):
+        if _activation(layer) == "linear" and _largest_bias(layer) <= tolerance:
+            return "sum"
+    return None
+
+
+def _activation(layer) -> str:
+    return getattr(layer.activation, "__name__", str(layer.activation))
+
+
+def _largest_bias(layer) -> float:
+    bias = None if layer.bias is None else _numpy(layer.bias)
+    return float(np.max(np.abs(bias))) if bias is not None and bias.size else 0.0
+
+
+def _read_composition(layers, kind: str) -> _LayerReading:
+    """Layers of one kind read as one: the product of their kernels, rounded
+    to integers (hidden units that split or mix the inputs cancel out)."""
+    kernel = _numpy(_map_kernel(layers[0]))
+    for layer in layers[1:]:
+        kernel = kernel @ _numpy(_map_kernel(layer))
+    # Ties round away from 0, as `_round` prefers the non-zero value.
+    rounded = (np.sign(kernel) * np.floor(np.abs(kernel) + 0.5)).astype(int)
+    distance = np.abs(kernel - rounded)
+    build = (
+        _signed_sums(rounded) if kind == "sum" else _products(rounded, keep_sign=False)
+    )
+    name = "·".join(layer.name for layer in layers)
+    return _LayerReading(
+        build,
+        _kernel_distances(name, kernel, distance),
+        [],
+        [""] * kernel.shape[1],
+    )
+
+
+def _map_kernel(layer):
+    if isinstance(layer, keras.layers.Dense):
+        return layer.kernel
+    return layer.effective_weights()["kernel"]
+
+
 def _read_dense(layer, tolerance) -> _LayerReading:
-    activation = getattr(layer.activation, "__name__", str(layer.activation))
+    activation = _activation(layer)
     if activation != "linear":
         raise _unsupported(layer, f"its activation '{activation}' is not linear")
-    if layer.bias is not None:
-        bias = _numpy(layer.bias)
-        if bias.size and np.max(np.abs(bias)) > tolerance:
-            raise _unsupported(
-                layer,
-                f"its bias is not zero (largest |b| = {np.max(np.abs(bias)):.3g} > "
-                f"tolerance {tolerance})",
-            )
+    bias = _largest_bias(layer)
+    if bias > tolerance:
+        raise _unsupported(
+            layer,
+            f"its bias is not zero (largest |b| = {bias:.3g} > tolerance {tolerance})",
+        )
     return _read_linear(layer, _numpy(layer.kernel))
 
 
@@ -205,21 +285,11 @@ def _read_nalu(layer, tolerance, layer_inputs, gate_names) -> _LayerReading:
     if getattr(layer, "gate_type", "input") == "constant":
         # An input-independent gate σ(G) is known without inputs.
         low = high = 1.0 / (1.0 + np.exp(-_numpy(layer.gate)))
-        free = np.ones(units, dtype=bool)
         source = "(input-independent)"
-    elif layer_inputs is not None:
+    else:
         gates = _numpy(layer.gate_values(layer_inputs)).reshape(-1, units)
         low, high = gates.min(axis=0), gates.max(axis=0)
-        source = "on sample_inputs"
-    else:
-        # Without inputs the gate is known only if it ignores them (G ≈ 0).
-        gate_kernel = _numpy(layer.gate)
-        bias = _numpy(layer.gate_bias) if layer.use_gate_bias else np.zeros(units)
-        constant = 1.0 / (1.0 + np.exp(-bias))
-        free = np.max(np.abs(gate_kernel), axis=0) <= tolerance
-        low = np.where(free, constant, 0.0)
-        high = np.where(free, constant, 1.0)
-        source = "with G ≈ 0"
+        source = "on the sample inputs"
     modes, notes, gate_text, unit_gates = [], [], [], []
     mul_name = layer.name + (".mul_kernel" if layer.separate_weights else "")
     distances = {}
@@ -236,10 +306,7 @@ def _read_nalu(layer, tolerance, layer_inputs, gate_names) -> _LayerReading:
             modes.append("gated")
             gate = gate_names.pop(0)
             unit_gates.append(gate)
-            if layer_inputs is None and not free[j]:
-                why = "unknown without inputs; pass explain(..., sample_inputs=...)"
-            else:
-                why = f"g in [{low[j]:.3g}, {high[j]:.3g}] {source}"
+            why = f"g in [{low[j]:.3g}, {high[j]:.3g}] {source}"
             gate_text.append(f"{gate} = gate of unit {j}, not saturated: {why}")
             notes.append(f"gate {gate} of {layer.name} (unit {j}) is not saturated")
         if modes[-1] in ("add", "gated"):
@@ -267,6 +334,11 @@ def _read_nalu(layer, tolerance, layer_inputs, gate_names) -> _LayerReading:
     return _LayerReading(build, list(distances.values()), notes, gate_text)
 
 
+def _reads_inputs(layer) -> bool:
+    """Whether reading the layer needs its inputs: a NALU's gate σ(x·G)."""
+    return isinstance(layer, NALU) and layer.gate_type != "constant"
+
+
 def _read_layer(layer, tolerance, layer_inputs, gate_names) -> _LayerReading:
     if isinstance(layer, NAU):
         return _read_linear(layer, _numpy(layer.effective_weights()["kernel"]))
@@ -288,7 +360,7 @@ def _read_layer(layer, tolerance, layer_inputs, gate_names) -> _LayerReading:
         return _read_linear(layer, _numpy(layer.effective_weights()["kernel"]))
     if isinstance(layer, keras.layers.Dense):
         return _read_dense(layer, tolerance)
-    raise _unsupported(layer, "it is not an arithmetic unit")
+    raise _not_read(layer)
 
 
 def _chain(model) -> list:
@@ -356,4 +428,4 @@ def _input_size(layer) -> int:
         return int(layer.effective_weights()["kernel"].shape[0])
     if isinstance(layer, keras.layers.Dense):
         return int(layer.kernel.shape[0])
-    raise _unsupported(layer, "it is not an arithmetic unit")
+    raise _not_read(layer)

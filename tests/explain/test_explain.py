@@ -25,6 +25,7 @@ from keras_nalu.layers import (
     NACMul,
     RealNPU,
 )
+from tests.helpers import mixed_subtraction, set_nac
 
 sympy = pytest.importorskip("sympy")
 
@@ -59,13 +60,6 @@ def nau_nmu(nau_kernel, nmu_kernel):
     model.get_layer("nau").kernel.assign(nau_kernel)
     model.get_layer("nmu").kernel.assign(np.asarray(nmu_kernel, "float32"))
     return model
-
-
-def set_nac(layer, discrete_kernel):
-    """Ŵ, M̂ = ±20 so that W = tanh(Ŵ)σ(M̂) is within 1e-8 of the given kernel."""
-    kernel = np.asarray(discrete_kernel, "float32")
-    layer.w_hat.assign(np.where(kernel < 0, -20.0, 20.0))
-    layer.m_hat.assign(np.where(kernel == 0, -20.0, 20.0))
 
 
 def model_numbers_match_expression(model, explanation, low=1.0, high=2.0):
@@ -166,7 +160,8 @@ def test_missing_input_is_a_wrong_subset_naming_it():
     assert "factor 1 (sum(x[14:38])) has missing input x13" in comparison.detail
 
 
-def test_half_selected_nmu_weight_is_not_discrete():
+def test_half_selected_nmu_weight_is_no_formula():
+    # y = a·(0.5·b + 0.5): rounded to a·b, off by half of it.
     model = nau_nmu(subset_kernel(INPUT_SIZE, *SUBSETS), [[1.0], [0.5]])
 
     explanation = explain(model)
@@ -175,12 +170,37 @@ def test_half_selected_nmu_weight_is_not_discrete():
     assert not explanation.discrete
     assert explanation.max_deviation == pytest.approx(0.5)
     assert explanation.deviations == [("nmu", (1, 0), 0.5)]
-    assert str(explanation) == (
-        f"y = {PRODUCT}  [approximate: max deviation 0.5 at nmu[1,0]]"
+    assert explanation.outputs == [PRODUCT]  # the rounded reading
+    assert not explanation.matches_model
+    assert explanation.differences[0] > 0.4
+    text = str(explanation)
+    assert text.startswith("no formula: the weights, rounded to their discrete ")
+    assert "more than the tolerance 0.01" in text
+    assert "1,000 inputs from U[1, 2] and 1,000 from U[2, 6]" in text
+    assert text.endswith("; max deviation 0.5 at nmu[1,0]")
+    assert PRODUCT not in text
+    assert comparison.verdict == "no formula"
+    assert "the nearest reading would be exact" in comparison.detail
+    assert "the rounded weights read " + PRODUCT in comparison.detail
+
+
+def test_weights_off_but_within_tolerance_of_the_predictions_are_approximate():
+    # One weight of a 25-input sum at 0.995: off by 0.005 and so by at most
+    # 0.005·6/25 of the prediction.
+    kernel = subset_kernel(INPUT_SIZE, *SUBSETS)
+    kernel[13, 0] = 0.995
+    model = nau_nmu(kernel, [[1.0], [1.0]])
+
+    explanation = explain(model, tolerance=0.002)
+
+    assert explanation.matches_model
+    assert not explanation.discrete
+    assert 0 < explanation.differences[0] <= 0.002
+    assert str(explanation).startswith(
+        f"y = {PRODUCT}  [approximate: max deviation 0.005 at nau[13,0]; within "
     )
-    assert comparison.verdict == "not discrete"
-    assert "nmu[1,0]" in comparison.detail
-    assert "rounded, it would be exact" in comparison.detail
+    verdict = compare_with_task(explanation, ArithmeticTask("mul")).verdict
+    assert verdict == "not discrete"
 
 
 def test_tolerance_decides_what_counts_as_discrete():
@@ -211,6 +231,26 @@ def test_nau_nau_reads_a_minus_b():
     assert added.verdict == "wrong subset"
     assert "coefficient -1 instead of +1 on x3, x4" in added.detail
     model_numbers_match_expression(model, explanation)
+
+
+@pytest.mark.parametrize("tolerance", [0.01, 0.49])
+def test_hidden_units_that_mix_the_inputs_read_as_what_they_compute(tolerance):
+    model = mixed_subtraction()
+    task = ArithmeticTask("sub", input_size=10, subsets=((6, 8), (7, 9)))
+
+    explanation = explain(model, tolerance=tolerance)
+
+    model_numbers_match_expression(model, explanation)
+    assert str(explanation) == "y = x6 - x8"
+    assert explanation.discrete and explanation.matches_model
+    assert explanation.max_deviation < 1e-6
+    assert compare_with_task(explanation, task).verdict == "exact"
+    # Each layer alone, in its own inputs, still shows its weights.
+    assert explanation.layers[1] == "output: y = h0 + h1"
+    if tolerance == 0.01:
+        assert explanation.layers[0] == (
+            "hidden: h0 = x6; h1 = x6 - x8  [6 weight(s) off, worst 0.5 at hidden[6,0]]"
+        )
 
 
 def test_nac_then_nac_mul_reads_a_division():
@@ -293,13 +333,33 @@ def test_nalu_gate_is_judged_on_sample_inputs():
     model.get_layer("nalu").gate.assign([[10.0, 0.0], [10.0, 0.0], [0.0, 0.0]])
     sample = np.random.default_rng(1).uniform(1.0, 2.0, (64, 3))
 
-    assert not explain(model).discrete  # G ≠ 0: unknown without inputs
+    # By default, on inputs drawn from U[1, 2] and U[2, 6]: g = σ(10·(x0 + x1)).
+    assert explain(model).outputs == ["x0 + x1", "x0 / x2"]
     explanation = explain(model, sample_inputs=sample)
 
     assert explanation.outputs == ["x0 + x1", "x0 / x2"]
     assert explanation.discrete
+    assert explanation.sample == "64 sample inputs"
     negative = explain(model, sample_inputs=-sample)
     assert negative.outputs[0] == "x0 * x1"
+
+
+def test_magnitudes_multiplied_on_negative_inputs_are_no_formula():
+    # NAC• computes |x0|·|x1|·|x2|: the formula x0 * x1 * x2 on positive
+    # inputs, and not on negative ones.
+    model = keras.Sequential([keras.Input((3,)), NACMul(1, name="nac_mul")])
+    set_nac(model.get_layer("nac_mul"), [[1], [1], [1]])
+
+    assert str(explain(model)) == "y = x0 * x1 * x2"
+    negative = explain(model, input_ranges=["U[-2, -1]"])
+
+    assert negative.outputs == ["x0 * x1 * x2"] and negative.discrete
+    assert str(negative) == (
+        "no formula: the weights, rounded to their discrete values, give an "
+        "expression that differs from the model's predictions by up to 2 "
+        "(relative), more than the tolerance 0.01, on 1,000 inputs from "
+        "U[-2, -1]"
+    )
 
 
 def test_functional_model_with_input_names():
