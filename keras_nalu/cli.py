@@ -9,6 +9,7 @@ import argparse
 import contextlib
 import dataclasses
 import json
+import re
 import sys
 import warnings
 import zipfile
@@ -16,10 +17,49 @@ from pathlib import Path
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports a bad flag in one line, without the usage dump."""
+    """argparse that reports a bad flag in one line, without the usage dump.
+
+    A flag of one value given twice with two values is refused (argparse
+    would keep the last without a word), and `flag_names` maps each
+    argument's name to the flag that sets it, for the messages.
+    """
+
+    def __init__(self, *args, **kwargs):
+        self.flag_names: dict[str, str] = {}
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
+
+    def add_argument(self, *args, **kwargs):
+        action = super().add_argument(*args, **kwargs)
+        if action.option_strings:
+            self.flag_names[action.dest] = max(action.option_strings, key=len)
+        return action
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        vars(namespace).pop(_StoreOnce.GIVEN, None)
+        return namespace, extras
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+class _StoreOnce(argparse.Action):
+    """argparse's `store`, refusing a second, different value of the flag."""
+
+    GIVEN = "_values_given"
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = vars(namespace).setdefault(self.GIVEN, {})
+        if self.dest in given and given[self.dest] != values:
+            flag = option_string or self.dest
+            parser.error(
+                f"{flag} given twice, as {given[self.dest]!r} and {values!r}; "
+                "give it once"
+            )
+        given[self.dest] = values
+        setattr(namespace, self.dest, values)
 
 
 def _flag(name: str) -> str:
@@ -412,7 +452,15 @@ def _sweep(args) -> int:
 
     _refuse_backend_without_fit("sweep")
     grid = load_grid_file(args.grid_file) if args.grid_file else {}
-    grid.update(parse_grid(args.grid or []))
+    flags = parse_grid(args.grid or [])
+    in_file = {key for keys in grid for key in keys}
+    both = sorted(in_file & {key for keys in flags for key in keys})
+    if both:
+        raise ValueError(
+            f"--grid-file {args.grid_file!r} and --grid both give {', '.join(both)}; "
+            "give each field in one of them."
+        )
+    grid.update(flags)
     with _overlap_warnings_silenced():
         configs = grid_configs(grid)
         tasks = [config.task() for config in configs]
@@ -450,11 +498,23 @@ def _sweep(args) -> int:
         print(f"keras-nalu sweep: error: {error}", file=sys.stderr)
         return 1
     if not outcome.complete:
+        where = (
+            f"the chunk in training backed up to {outcome.backups[0]}"
+            if outcome.backups
+            else "between two runs, none cut short (no backup was needed)"
+        )
         print(
-            "keras-nalu sweep: stopped at --time-limit with runs left, the chunk "
-            "in training backed up; run the same command again to continue",
+            f"keras-nalu sweep: stopped at --time-limit with runs left, {where}; "
+            "run the same command again to continue",
             file=sys.stderr,
         )
+    if not outcome.path.exists():
+        print(
+            f"keras-nalu sweep: no run has finished yet, so there is no {outcome.path} "
+            "and no table",
+            file=sys.stderr,
+        )
+        return 0
     print(summary_markdown(outcome))
     print(
         f"results: {outcome.path} ({len(outcome.results)} rows of this sweep: "
@@ -955,28 +1015,75 @@ def build_parser(flags: bool = True) -> argparse.ArgumentParser:
         )
         if flags:
             add_flags(command)
-        command.set_defaults(handler=handler)
+        command.set_defaults(handler=handler, flag_names=command.flag_names)
     return parser
 
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else [str(arg) for arg in argv]
-    # Without a sub-command (--help, --version) no flags are needed, and so
-    # nothing of Keras: the answer comes at once (see keras_nalu/_startup.py).
-    parser = build_parser(flags=any(not arg.startswith("-") for arg in argv))
-    args = parser.parse_args(argv)
+    named = next((arg for arg in argv if not arg.startswith("-")), None)
+    prog = f"keras-nalu {named}" if named in _COMMANDS else "keras-nalu"
+    flag_names: dict[str, str] = {}
+    # Everything, the imports of the flags included, under one handler: a
+    # Ctrl-C at any time is one line and status 130, never a traceback.
     try:
+        # Without a sub-command (--help, --version) no flags are needed, and
+        # so nothing of Keras: the answer comes at once (keras_nalu/_startup.py).
+        parser = build_parser(flags=named is not None)
+        args = parser.parse_args(argv)
+        flag_names = args.flag_names
         return args.handler(args)
     # Bad input (ValueError), a path the system refuses (OSError) or a missing
     # optional package (ImportError): one line, never a traceback.
     except (ValueError, OSError, ImportError) as error:
-        message = str(error).splitlines()[0] if str(error) else type(error).__name__
-        print(f"keras-nalu {args.command}: error: {message}", file=sys.stderr)
+        print(f"{prog}: error: {_error_line(error, flag_names)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as interrupt:
         detail = f": {_one_line(interrupt)}" if str(interrupt) else ""
-        print(f"keras-nalu {args.command}: interrupted{detail}", file=sys.stderr)
+        print(f"{prog}: interrupted{detail}", file=sys.stderr)
         return 130
+
+
+def _error_line(error: BaseException, flag_names: dict[str, str]) -> str:
+    """The first line of `error`, in the words of the command line."""
+    if isinstance(error, OSError) and error.strerror and error.filename:
+        # "[Errno 17] File exists: 'x'" says the same as this, less plainly.
+        return f"{error.filename}: {error.strerror}"
+    message = str(error).splitlines()[0] if str(error) else type(error).__name__
+    if isinstance(error, ValueError):
+        message = _in_flag_words(message, flag_names)
+    return message
+
+
+# A check inside the package names who asks (`ExperimentConfig expects
+# learning_rate to be ...`, `run_sweep expects ...`): a class or a function,
+# which the user of a command never called.
+_OWNER = r"(?<![\w/.'-])(?:[A-Z][a-z]+[A-Z]\w*|[a-z]+(?:_[a-z]+)+)"
+_OWNER_WORDS = (
+    (re.compile(_OWNER + r" expects ([\w ]+?) to (\w+) "), r"\1 must \2 "),
+    (re.compile(_OWNER + r" expects (\w+) (?=[<>=!])"), r"\1 must be "),
+    (re.compile(_OWNER + r" expects "), "expected: "),
+    (re.compile(_OWNER + r": "), ""),
+)
+_VALUE = r"('[^']*'|\"[^\"]*\"|[^\s,;)]+)"
+
+
+def _in_flag_words(message: str, flag_names: dict[str, str]) -> str:
+    """A package's message about its arguments, told about the flags instead.
+
+    The checks of the package name their owner and arguments
+    (`"ExperimentConfig expects learning_rate to be a finite number > 0.
+    Received: learning_rate=-1.0"`); the user of a command gave flags:
+    `"--learning-rate must be a finite number > 0. Received: --learning-rate
+    -1.0"`. Names that are no flag of the command (a `--grid` field) stay.
+    """
+    for pattern, words in _OWNER_WORDS:
+        message = pattern.sub(words, message)
+    for name, flag in flag_names.items():
+        message = re.sub(rf"(?<![\w/.-]){name}={_VALUE}", rf"{flag} \1", message)
+        bare = name if "_" in name else rf"{name}(?= must )"
+        message = re.sub(rf"(?<![\w/.'-]){bare}(?![\w'/=-])", flag, message)
+    return message
 
 
 if __name__ == "__main__":

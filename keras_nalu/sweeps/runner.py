@@ -81,6 +81,8 @@ class SweepOutcome:
     group_by: tuple[str, ...]
     #: False when the sweep stopped at its `time_limit` with runs left.
     complete: bool = True
+    #: The backups of this sweep's chunks left to continue (beside the file).
+    backups: tuple[Path, ...] = ()
 
 
 def run_sweep(
@@ -285,8 +287,19 @@ def run_sweep(
     mine = table[
         table["config_id"].astype(str).isin(ids) & table["seed"].isin(seeds)
     ].reset_index(drop=True)
+    backups = tuple(
+        backup
+        for backup in (chunk_backup(path, chunk) for chunk in chunks)
+        if backup.is_file()
+    )
     return SweepOutcome(
-        path, mine, state["new"], skipped, group_by, complete=state["complete"]
+        path,
+        mine,
+        state["new"],
+        skipped,
+        group_by,
+        complete=state["complete"],
+        backups=backups,
     )
 
 
@@ -394,6 +407,8 @@ def summary_markdown(outcome: SweepOutcome) -> str:
     from keras_nalu.sweeps.summary import load_results, summarize
     from keras_nalu.sweeps.tables import to_markdown
 
+    if not outcome.path.exists():  # no chunk has finished yet
+        return "(no rows)\n"
     results = load_results(outcome.path)
     keep = results["config_id"].astype(str).isin(set(outcome.results["config_id"]))
     results = results[keep]

@@ -194,6 +194,69 @@ def test_ctrl_c_backs_up_the_chunk_at_its_step_and_exits_130(tmp_path):
     assert backup == chunk_backup(results, plan_chunks([config], [0, 1], 100)[0])
 
 
+# Runs `keras-nalu sweep` (argv after the script) in a fresh process that
+# sends itself SIGINT right after the second evaluation at step 200, that is,
+# of the second seed of a preset trained one seed at a time.
+_CTRL_C_AT_SECOND_200 = """
+import os, signal, sys
+from keras_nalu import cli
+from keras_nalu.evaluation import SuccessCriterion
+
+evaluate = SuccessCriterion.evaluate
+seen = []
+
+def evaluate_then_ctrl_c(judge, step):
+    evaluation = evaluate(judge, step)
+    if step == 200:
+        seen.append(step)
+        if len(seen) == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+    return evaluation
+
+SuccessCriterion.evaluate = evaluate_then_ctrl_c
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("backend", ["tensorflow", "jax"])
+def test_ctrl_c_stops_a_seed_by_seed_sweep_keeping_its_finished_seeds(
+    tmp_path, backend
+):
+    grid = ["model=inalu", "input_size=10", "iterations=400", "eval_every=100"]
+    results = tmp_path / "results.csv"
+    argv = ["sweep", "--quiet"]
+    for item in grid:
+        argv += ["--grid", item]
+    argv += ["--seeds", "0-1", "--results", str(results)]
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "KERAS_BACKEND": backend}
+    completed = subprocess.run(
+        [sys.executable, "-c", _CTRL_C_AT_SECOND_200, *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert completed.returncode == 130, completed.stderr[-3000:]
+    lines = [line for line in completed.stderr.splitlines() if line.strip()]
+    assert lines[-1] == (
+        "keras-nalu sweep: interrupted: inalu-add seed 1 stopped at step 200 of "
+        "400, 1 of 2 seeds trained; it starts over on the next run (this preset "
+        "trains one seed at a time, without backups): run it again to continue"
+    )
+    assert list(read_results(results)["seed"]) == [0]  # the finished seed kept
+    assert not (tmp_path / "results.csv.backup").exists()
+    rerun = subprocess.run(
+        [sys.executable, "-m", "keras_nalu", *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert "(2 rows of this sweep: 1 new, 1 already there)" in rerun.stderr
+    assert sorted(read_results(results)["seed"]) == [0, 1]
+
+
 def test_a_sweep_leaves_no_lock_file_nor_the_folders_it_made(tmp_path, monkeypatch):
     grid = {"model": ["nau"], "input_size": [10], "iterations": [100]}
     results = tmp_path / "made" / "for it" / "results.csv"
