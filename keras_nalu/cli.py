@@ -643,7 +643,9 @@ def _mnist(args) -> int:
     common = {k: v for k, v in vars(args).items() if k in fields}
     common["data_dir"] = args.data_dir
     if args.test_lengths is not None:
-        common["test_lengths"] = parse_lengths(args.test_lengths)
+        common["test_lengths"] = parse_lengths(
+            args.test_lengths, owner="mnist --test-lengths"
+        )
     seeds = parse_seeds(args.seeds, owner="mnist --seeds")
     if args.baseline_seeds == 1 or args.baseline_seeds < 0:
         raise ValueError(
@@ -658,7 +660,23 @@ def _mnist(args) -> int:
         MnistConfig(unit="exact", seed=seed, **common)
         for seed in range(args.baseline_seeds)
     ]
+    names = [config.name for config in (*baselines, *configs)]
+    twice = next((name for name in names if names.count(name) > 1), None)
+    if twice is not None:
+        raise ValueError(
+            f"--units {args.units!r} asks for the run {twice} twice (the bound's "
+            f"baseline runs are the exact unit, seeds 0 to {args.baseline_seeds - 1}"
+            "); name each unit once."
+        )
+    operation = configs[0].operation
     output = check_output_folder(args.output_dir, "--output-dir")
+    # Every file of this command is checked now, before hours of training:
+    # none that exists is replaced without --overwrite.
+    files = [output / name / "result.json" for name in names]
+    files.append(output / f"mnist-{operation}.json")
+    if len(seeds) > 1 and baselines:
+        files.append(output / f"mnist-{operation}.png")
+    _refuse_existing(files, "--output-dir", args.output_dir, args.overwrite)
 
     def run(config):
         _, record = run_mnist(config, verbose=not args.quiet)
@@ -666,13 +684,17 @@ def _mnist(args) -> int:
         return record
 
     baseline_records = [run(config) for config in baselines]
-    bound = mse_bound(baseline_records) if len(baseline_records) >= 2 else {}
+    # Without baselines there is no bound, and no verdict: None, not False.
+    bound = mse_bound(baseline_records) if baseline_records else None
     records = [judge(run(config), bound) for config in configs]
-    operation = configs[0].operation
     summary = {
         "operation": operation,
-        "bound": {str(length): value for length, value in bound.items()},
-        "success_rate": {
+        "bound": None
+        if bound is None
+        else {str(length): value for length, value in bound.items()},
+        "success_rate": None
+        if bound is None
+        else {
             unit: {str(n): rate for n, rate in rates.items()}
             for unit, rates in success_rates(records).items()
         },
@@ -680,7 +702,7 @@ def _mnist(args) -> int:
         "runs": records,
     }
     write_record(summary, output / f"mnist-{operation}.json")
-    if len(seeds) > 1:
+    if len(seeds) > 1 and bound is not None:
         plot = plot_success_rate(records, output / f"mnist-{operation}.png")
         print(f"wrote plot: {plot}", file=sys.stderr)
     print(
@@ -693,6 +715,27 @@ def _mnist(args) -> int:
     if operation == "sum":
         print(mae_table(records))
     return 0
+
+
+def _refuse_existing(files, flag: str, value, overwrite: bool) -> None:
+    """One line, before any work, where a file to write exists already.
+
+    With `overwrite` the files are replaced; a folder in the place of a file
+    is refused either way.
+    """
+    for path in files:
+        if path.is_dir() or any(folder.is_file() for folder in path.parents):
+            raise ValueError(
+                f"{flag} {str(value)!r}: {path} cannot be written (a folder, or "
+                "under a file, is in its place); pass another folder."
+            )
+    existing = [path for path in files if path.exists()]
+    if existing and not overwrite:
+        more = f" and {len(existing) - 1} more" if len(existing) > 1 else ""
+        raise ValueError(
+            f"{flag} {str(value)!r}: {existing[0]}{more} exist; pass --overwrite "
+            f"to replace them, or another {flag}."
+        )
 
 
 def _mnist_line(record: dict) -> dict:
@@ -909,6 +952,7 @@ def _mnist_flags(mnist) -> None:
         choices={"operation": list(MNIST_OPERATIONS), "source": list(SOURCES)},
     )
     mnist.add_argument("--units", default=None, help="comma list, e.g. nmu,nac")
+    mnist.flag_names["unit"] = "--units"  # each of them is a run's unit
     mnist.add_argument("--seeds", default="0", help="e.g. 0-4 or 0,3")
     mnist.add_argument(
         "--baseline-seeds",
@@ -921,6 +965,11 @@ def _mnist_flags(mnist) -> None:
     )
     mnist.add_argument("--data-dir", default=None, help="prepared tfds folder")
     mnist.add_argument("--output-dir", default="runs", help="records and plot")
+    mnist.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the records and plot of earlier runs in --output-dir",
+    )
     mnist.add_argument("--quiet", action="store_true", help="no progress bar")
 
 

@@ -48,7 +48,10 @@ def no_training(monkeypatch):
 
 def keras_nalu_cli(capsys, *argv):
     """`keras-nalu ARGV` here: (exit status, stdout, stderr lines)."""
-    code = cli.main([str(arg) for arg in argv])
+    try:
+        code = cli.main([str(arg) for arg in argv])
+    except SystemExit as exit:  # a flag argparse refuses
+        code = exit.code
     captured = capsys.readouterr()
     return code, captured.out, [line for line in captured.err.splitlines() if line]
 
@@ -370,3 +373,100 @@ def test_train_help_lists_the_models_and_operations(capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert exit_status.value.code == 2 and len(err) == 1
     assert "invalid choice: 'pow' (choose from 'add', 'sub'" in err[0]
+
+
+# -- 8. mnist: nothing of the user's replaced, no verdict without a bound -------
+
+MNIST_TINY = ["--operation", "sum", "--units", "nau", "--iterations", "2"]
+MNIST_TINY += ["--eval-every", "1", "--batch-size", "2", "--eval-batch-size", "2"]
+MNIST_TINY += ["--train-length", "2", "--test-lengths", "1,3", "--quiet"]
+MNIST_TINY += ["--validation-sequences", "2", "--test-sequences", "2"]
+
+
+@pytest.fixture
+def mock_mnist(tmp_path):
+    """tensorflow-datasets' MNIST replaced by 20 random digits; the argv for it."""
+    import tensorflow_datasets as tfds
+
+    with tfds.testing.mock_data(num_examples=20):
+        yield [*MNIST_TINY, "--data-dir", tmp_path / "tfds"]
+
+
+@pytest.fixture
+def no_mnist_training(monkeypatch):
+    from keras_nalu.experiments import mnist
+
+    def refuse(*args, **kwargs):
+        raise Trained
+
+    monkeypatch.setattr(mnist, "run_mnist", refuse)
+
+
+@pytest.mark.parametrize(
+    "mine",
+    ["mnist-sum.json", "mnist-sum-nau-seed0/result.json"],
+    ids=["summary", "run"],
+)
+def test_mnist_refuses_to_write_over_a_users_file_before_training(
+    tmp_path, capsys, no_mnist_training, mine
+):
+    out = tmp_path / "m5"
+    (out / mine).parent.mkdir(parents=True)
+    (out / mine).write_text('{"my": "own notes"}')
+    before = listing(tmp_path)
+    argv = ["mnist", *MNIST_TINY, "--baseline-seeds", "0", "--output-dir", out]
+    code, stdout, err = keras_nalu_cli(capsys, *argv)
+    assert code == 2 and stdout == "" and len(err) == 1, err
+    assert f"--output-dir {str(out)!r}: {out / mine} exist" in err[0]
+    assert "--overwrite" in err[0]
+    assert (out / mine).read_text() == '{"my": "own notes"}'
+    assert listing(tmp_path) == before
+
+
+def test_mnist_overwrites_only_when_told_and_judges_nothing_without_a_bound(
+    tmp_path, capsys, mock_mnist
+):
+    out = tmp_path / "m5"
+    argv = ["mnist", *mock_mnist, "--baseline-seeds", "0", "--output-dir", out]
+    (out / "mnist-sum-nau-seed0").mkdir(parents=True)
+    (out / "mnist-sum-nau-seed0" / "result.json").write_text("{}")
+    code, stdout, err = keras_nalu_cli(capsys, *argv, "--overwrite")
+    assert code == 0, err
+    printed = json.loads(stdout[: stdout.rindex("}") + 1])
+    assert printed["bound"] is None and printed["success_rate"] is None
+    assert printed["runs"][0]["success"] == [None, None]
+    record = json.loads((out / "mnist-sum-nau-seed0" / "result.json").read_text())
+    assert record["iterations"] == 2  # the user's {} replaced, as asked
+    summary = json.loads((out / "mnist-sum.json").read_text())
+    assert summary["bound"] is None and summary["success_rate"] is None
+    (run,) = summary["runs"]
+    assert run["success"] == [None, None] and run["bound"] == [None, None]
+    # Its own files of a moment ago are not replaced without --overwrite either.
+    code, stdout, err = keras_nalu_cli(capsys, *argv)
+    assert code == 2 and "--overwrite" in err[0]
+
+
+@pytest.mark.parametrize(
+    "flags, needle",
+    [
+        (["--units", "nau,nau"], "asks for the run mnist-product-nau-seed0 twice"),
+        (["--units", "exact"], "asks for the run mnist-product-exact-seed0 twice"),
+        (["--units", "gru"], "--units must be one of ['exact', 'lstm'"),
+        (["--seeds", "1-0"], "mnist --seeds: the range '1-0' is empty"),
+        (["--test-lengths", "0"], "mnist --test-lengths expects lengths >= 1"),
+        (["--iterations", "0"], "--iterations must be an integer >= 1"),
+        (["--baseline-seeds", "1"], "--baseline-seeds >= 2"),
+        (["--output-dir", "afile"], "is a file, not a folder"),
+        (["--units", "nau", "--units", "nmu"], "--units given twice"),
+    ],
+)
+def test_mnist_bad_input_is_one_line_before_anything(
+    tmp_path, capsys, monkeypatch, no_mnist_training, flags, needle
+):
+    (tmp_path / "afile").write_text("in the way")
+    monkeypatch.chdir(tmp_path)
+    code, stdout, err = keras_nalu_cli(capsys, "mnist", "--quiet", *flags)
+    assert code == 2 and stdout == "" and len(err) == 1, err
+    assert err[0].startswith("keras-nalu mnist: error: ")
+    assert needle in err[0]
+    assert listing(tmp_path) == {"afile"}
