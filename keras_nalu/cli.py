@@ -9,6 +9,7 @@ import argparse
 import contextlib
 import dataclasses
 import json
+import math
 import re
 import sys
 import warnings
@@ -105,13 +106,19 @@ def _none_type(field):
 
 
 def _train(args) -> int:
-    from keras_nalu.experiments import ExperimentConfig, check_run_name, run_experiment
+    from keras_nalu.experiments import (
+        ExperimentConfig,
+        check_run_memory,
+        check_run_name,
+        run_experiment,
+    )
     from keras_nalu.export import (
         check_export_format,
         check_output_folder,
         export_onnx,
         export_saved_model,
         latest_version,
+        read_manifest,
         save_keras_model,
         write_record,
     )
@@ -122,6 +129,7 @@ def _train(args) -> int:
     with _overlap_warnings_silenced():
         config = ExperimentConfig(**values)
         task = config.task()
+    check_run_memory(config)
     if not args.allow_overlap:
         _refuse_overlap(task, "--interpolation-range", "--extrapolation-range")
     name = config.name if args.name is None else check_run_name(args.name, "--name")
@@ -150,6 +158,7 @@ def _train(args) -> int:
         model_dir = check_output_folder(args.export_dir, "--export-dir") / name
         if model_dir.exists():
             check_output_folder(model_dir, "--export-dir", args.export_dir)
+            read_manifest(model_dir)
     with _overlap_warnings_silenced():
         model, record = run_experiment(config, verbose=not args.quiet, name=name)
     record.update(_explain_record(model, config))
@@ -237,17 +246,30 @@ def _refuse_overlap(task, interpolation: str, extrapolation: str) -> None:
         )
 
 
-def _refuse_backend_without_fit(command: str) -> None:
-    """One line, before anything is made, where Keras' backend cannot train."""
+def _refuse_backend_without_fit(
+    command: str, backends=("tensorflow", "jax", "torch")
+) -> None:
+    """One line, before anything is made, where `command` cannot train.
+
+    Keras' numpy and openvino backends cannot train; a sweep trains on the
+    backends that have a replica engine, mnist on TensorFlow.
+    """
     import keras
 
     backend = keras.backend.backend()
-    if backend in ("numpy", "openvino"):
-        raise ValueError(
-            f"Keras' {backend} backend (KERAS_BACKEND={backend}) runs models but "
-            f"cannot train them; run `keras-nalu {command}` with "
-            "KERAS_BACKEND=tensorflow or KERAS_BACKEND=jax."
-        )
+    if backend in backends:
+        return
+    what = (
+        "runs models but cannot train them"
+        if backend in ("numpy", "openvino")
+        else f"cannot run `keras-nalu {command}`"
+    )
+    *first, last = [f"KERAS_BACKEND={name}" for name in backends]
+    names = f"{', '.join(first)} or {last}" if first else last
+    raise ValueError(
+        f"Keras' {backend} backend (KERAS_BACKEND={backend}) {what}; run "
+        f"`keras-nalu {command}` with {names}."
+    )
 
 
 def _one_line(error: BaseException) -> str:
@@ -442,6 +464,7 @@ def _plot(args) -> int:
 
 def _sweep(args) -> int:
     from keras_nalu.export import check_output_folder
+    from keras_nalu.sweeps.engines import ENGINES
     from keras_nalu.sweeps.grid import (
         grid_configs,
         load_grid_file,
@@ -450,7 +473,7 @@ def _sweep(args) -> int:
     )
     from keras_nalu.sweeps.runner import run_sweep, summary_markdown
 
-    _refuse_backend_without_fit("sweep")
+    _refuse_backend_without_fit("sweep", ENGINES)
     grid = load_grid_file(args.grid_file) if args.grid_file else {}
     flags = parse_grid(args.grid or [])
     in_file = {key for keys in grid for key in keys}
@@ -558,14 +581,15 @@ def _progress(args) -> int:
             raise FileNotFoundError(f"no such backup file: {target}")
         files = [target]
     else:
-        folder = target.with_name(target.name + ".backup")
-        if target.is_dir():
+        if target.is_dir():  # "." included, which has no name to add to
             if target.suffix != ".backup":
                 raise ValueError(
-                    f"{target} is a folder; pass a sweep's results CSV or one "
-                    "backup .npz."
+                    f"{args.results} is a folder; pass a sweep's results CSV or "
+                    "one backup .npz."
                 )
             folder = target
+        else:
+            folder = target.with_name(target.name + ".backup")
         files = sorted(folder.glob("*.npz"))
         if not files and not target.exists():
             raise FileNotFoundError(
@@ -614,10 +638,10 @@ def _read_backup(path: Path) -> list[dict]:
         raise
     # read_backup lets some damage through as other errors (an empty file:
     # EOFError; a damaged state: TypeError, KeyError); still one line here.
-    except Exception as error:  # noqa: BLE001
+    except Exception:  # noqa: BLE001
         raise ValueError(
-            f"{path} is not a readable sweep backup ({type(error).__name__}: "
-            f"{_one_line(error)[:200]}); wait for the sweep's next backup."
+            f"{path} is a damaged sweep backup: its state cannot be read; wait "
+            "for the sweep's next backup (one every --backup-every seconds)."
         ) from None
     if not records:
         raise ValueError(f"{path} is a sweep backup of no seeds.")
@@ -638,7 +662,8 @@ def _mnist(args) -> int:
     from keras_nalu.sweeps.grid import parse_seeds
     from keras_nalu.tasks.mnist import parse_lengths
 
-    _refuse_backend_without_fit("mnist")
+    # Its data pipeline and its evaluation per length are TensorFlow's.
+    _refuse_backend_without_fit("mnist", ("tensorflow",))
     fields = {f.name for f in dataclasses.fields(MnistConfig)}
     common = {k: v for k, v in vars(args).items() if k in fields}
     common["data_dir"] = args.data_dir
@@ -877,6 +902,7 @@ def _sweep_flags(sweep) -> None:
         default="results/sweep.csv",
         help="results CSV (default: results/sweep.csv)",
     )
+    sweep.flag_names["results_path"] = "--results"  # run_sweep's name for it
     sweep.add_argument(
         "--ray-address",
         default=None,
@@ -885,7 +911,7 @@ def _sweep_flags(sweep) -> None:
     sweep.add_argument("--quiet", action="store_true", help="no progress bar")
     sweep.add_argument(
         "--backup-every",
-        type=float,
+        type=_seconds,
         default=600.0,
         metavar="SECONDS",
         help="back up the chunk in training this often to RESULTS.backup/ (on "
@@ -911,7 +937,7 @@ def _sweep_flags(sweep) -> None:
     )
     sweep.add_argument(
         "--time-limit",
-        type=float,
+        type=_seconds,
         default=None,
         metavar="SECONDS",
         help="stop after this many seconds: no chunk starts after it, and the "
@@ -931,6 +957,19 @@ def _sweep_flags(sweep) -> None:
         action="store_true",
         help="accept extrapolation and interpolation ranges that overlap",
     )
+
+
+def _seconds(text: str) -> float:
+    """A flag's number of seconds: finite and >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(
+            f"expects a number of seconds >= 0. Received: {text!r}"
+        )
+    return value
 
 
 def _progress_flags(progress) -> None:
@@ -1081,7 +1120,8 @@ def main(argv=None) -> int:
         parser = build_parser(flags=named is not None)
         args = parser.parse_args(argv)
         flag_names = args.flag_names
-        return args.handler(args)
+        with _warnings_in_one_line(prog, flag_names):
+            return args.handler(args)
     # Bad input (ValueError), a path the system refuses (OSError) or a missing
     # optional package (ImportError): one line, never a traceback.
     except (ValueError, OSError, ImportError) as error:
@@ -1091,6 +1131,22 @@ def main(argv=None) -> int:
         detail = f": {_one_line(interrupt)}" if str(interrupt) else ""
         print(f"{prog}: interrupted{detail}", file=sys.stderr)
         return 130
+
+
+@contextlib.contextmanager
+def _warnings_in_one_line(prog: str, flag_names: dict[str, str]):
+    """Python's warnings as `keras-nalu CMD: warning: ...`, one line each, once."""
+    shown = set()
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        text = _in_flag_words(_one_line(message), flag_names)
+        if text not in shown:
+            shown.add(text)
+            print(f"{prog}: warning: {text}", file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
 
 
 def _error_line(error: BaseException, flag_names: dict[str, str]) -> str:
@@ -1113,6 +1169,8 @@ _OWNER_WORDS = (
     (re.compile(_OWNER + r" expects (\w+) (?=[<>=!])"), r"\1 must be "),
     (re.compile(_OWNER + r" expects "), "expected: "),
     (re.compile(_OWNER + r": "), ""),
+    (re.compile(_OWNER + r" with "), "a run with "),
+    (re.compile(r"\brun_sweep "), "a sweep "),
 )
 _VALUE = r"('[^']*'|\"[^\"]*\"|[^\s,;)]+)"
 

@@ -470,3 +470,50 @@ def test_mnist_bad_input_is_one_line_before_anything(
     assert err[0].startswith("keras-nalu mnist: error: ")
     assert needle in err[0]
     assert listing(tmp_path) == {"afile"}
+
+
+# -- 9. an export folder that is not ours is left alone -------------------------
+
+
+@pytest.mark.parametrize(
+    "content", ['{"my": "own manifest"}', "\x00 not JSON at all", "[1, 2]"]
+)
+def test_a_foreign_manifest_is_one_line_before_anything_is_written(
+    tmp_path, capsys, no_training, tiny_model, content
+):
+    manifest = tmp_path / "exp" / "myrun" / "manifest.json"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text(content)
+    argv = ["train", *TINY, "--name", "myrun", "--export-dir", tmp_path / "exp"]
+    code, out, err = keras_nalu_cli(capsys, *argv, "--output-dir", tmp_path / "runs")
+    assert code == 2 and out == "" and len(err) == 1, err
+    assert f"{manifest} is not an export manifest" in err[0]
+    with pytest.raises(ValueError, match="is not an export manifest"):
+        export_saved_model(tiny_model, tmp_path / "exp", "myrun")
+    assert listing(tmp_path) == {"exp", "exp/myrun", "exp/myrun/manifest.json"}
+    assert manifest.read_text() == content
+
+
+# -- 10. sizes no machine here can hold -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "flag, value", [("--input-size", "100000000"), ("--batch-size", "1000000000")]
+)
+def test_a_run_too_large_for_the_memory_is_one_line_before_training(
+    tmp_path, capsys, no_training, flag, value
+):
+    argv = ["train", "--quiet", "--output-dir", tmp_path / "runs", flag, value]
+    code, out, err = keras_nalu_cli(capsys, *argv, "--export-dir", tmp_path / "exp")
+    # One error line (after, for --input-size, one warning line about float32).
+    assert code == 2 and out == "", err
+    *warnings, error = err
+    assert all(line.startswith("keras-nalu train: warning: ") for line in warnings)
+    assert len(warnings) <= 1 and error.startswith("keras-nalu train: error: ")
+    assert f"{flag} {value}" in error and "GiB of memory of this machine" in error
+    assert listing(tmp_path) == set()
+    grid = ["--grid", f"{flag[2:].replace('-', '_')}={value}", "--grid", "model=nau"]
+    argv = ["sweep", "--quiet", *grid, "--results", tmp_path / "r.csv"]
+    code, out, err = keras_nalu_cli(capsys, *argv)
+    assert code == 2 and "GiB of memory of this machine" in err[-1], err
+    assert listing(tmp_path) == set()

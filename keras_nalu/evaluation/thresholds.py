@@ -24,7 +24,8 @@ SINGLE_MODULE_EPSILON = 1e-4
 SINGLE_MODULE_OPERATIONS = ("add", "sub", "mul", "div")
 SAMPLES = 1_000_000
 SIMULATION_SEED = 2_020
-_CHUNK = 100_000
+SIMULATION_CHUNK = 100_000
+"""Inputs the simulations draw at a time (float64 rows of `input_size`)."""
 
 
 def cache_dir() -> Path:
@@ -83,8 +84,8 @@ def simulate_threshold(
     exact = nearly_perfect_kernel(task, 0.0)
     near = nearly_perfect_kernel(task, epsilon)
     total, count = 0.0, 0
-    for chunk_index, start in enumerate(range(0, samples, _CHUNK)):
-        n = min(_CHUNK, samples - start)
+    for chunk_index, start in enumerate(range(0, samples, SIMULATION_CHUNK)):
+        n = min(SIMULATION_CHUNK, samples - start)
         x, _ = task.sample_numpy(n, "extrapolation", seed=(seed, chunk_index))
         x = np.asarray(x, dtype=np.float64)
         y_near = _evaluate(task.operation, x @ near)
@@ -191,8 +192,8 @@ def simulate_single_module_threshold(
     first, second = _single_inputs(task)
     others = [i for i in range(task.input_size) if i not in (first, second)]
     total, count = 0.0, 0
-    for chunk_index, start in enumerate(range(0, samples, _CHUNK)):
-        n = min(_CHUNK, samples - start)
+    for chunk_index, start in enumerate(range(0, samples, SIMULATION_CHUNK)):
+        n = min(SIMULATION_CHUNK, samples - start)
         x, _ = task.sample_numpy(n, "extrapolation", seed=(seed, chunk_index))
         x = np.asarray(x, dtype=np.float64)
         a, b = x[:, first], x[:, second]
@@ -249,6 +250,7 @@ _RULES = {
 
 __all__ = [
     "EPSILON",
+    "SIMULATION_CHUNK",
     "SINGLE_MODULE_EPSILON",
     "is_single_module_task",
     "nearly_perfect_kernel",

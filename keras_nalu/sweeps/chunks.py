@@ -206,6 +206,33 @@ def backed_up_chunks(
     return found
 
 
+def remove_finished_backups(
+    results_path: str | os.PathLike, done: set[tuple[str, int]]
+) -> list[Path]:
+    """Deletes the chunk backups beside a results file whose runs all have rows.
+
+    A chunk that finished deletes its own backup; this removes the backups
+    such a chunk left where it trained without them (`backup_every=None`)
+    or was cut otherwise, so that none is reported as in training. Only
+    files named as a chunk's backup (`backed_up_chunks`) are removed.
+
+    Args:
+        results_path: the sweep's results file.
+        done: its `(config id, seed)` pairs that have rows.
+
+    Returns:
+        The files removed.
+    """
+    removed = []
+    for chunk, _ in backed_up_chunks(results_path):
+        pairs = {(config_id(c), s) for c, seeds in chunk.parts for s in seeds}
+        if pairs <= done:
+            path = chunk_backup(results_path, chunk)
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
+
 def train_chunk(
     chunk: Chunk | ExperimentConfig,
     seeds: Sequence[int] | None = None,
@@ -373,5 +400,6 @@ __all__ = [
     "backup_name",
     "chunk_backup",
     "plan_chunks",
+    "remove_finished_backups",
     "train_chunk",
 ]

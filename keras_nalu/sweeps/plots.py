@@ -281,8 +281,8 @@ def _select(
     if operation is not None:
         if "operation" not in results:
             raise ValueError(
-                "plot_results was given operation="
-                f"{operation!r}, but the results have no 'operation' column"
+                "The results have no 'operation' column to select "
+                f"operation={operation!r} from."
             )
         selected = results[results["operation"] == operation]
         if selected.empty:
@@ -292,5 +292,5 @@ def _select(
             )
         return selected
     if results.empty:
-        raise ValueError("plot_results received no runs")
+        raise ValueError("The results hold no runs to plot.")
     return results

@@ -63,7 +63,7 @@ def test_an_x_that_is_not_swept_is_one_line_listing_the_columns(results, capsys,
     assert (
         "one of ['hidden_size', 'interpolation_range', 'extrapolation_range']" in err[0]
     )
-    assert f"Received: x={x!r}" in err[0]
+    assert f"Received: --x {x!r}" in err[0]
     assert not list(results.parent.glob("*.png"))
 
 

@@ -54,7 +54,7 @@ def test_a_time_limit_needs_backups_here(tmp_path, capsys, extra):
 def test_chunks_per_device_must_be_positive(tmp_path, capsys):
     argv = ["sweep", "--quiet", *GRID, "--results", str(tmp_path / "r.csv")]
     assert cli.main([*argv, "--chunks-per-device", "0"]) == 2
-    assert "chunks_per_device" in capsys.readouterr().err
+    assert "--chunks-per-device must be" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("command", ["sweep", "summarize"])

@@ -475,3 +475,22 @@ def test_a_sweep_chunk_keeps_no_evaluation_history(monkeypatch):
     rows = train_chunk(config, [0, 1])
     assert histories == [None, None]
     assert [(row["seed"], row["evaluations"]) for row in rows] == [(0, 3), (1, 3)]
+
+
+def test_a_finished_chunk_leaves_no_backup_even_without_backups(tmp_path, capsys):
+    grid = {"model": ["nau"], "input_size": [10], "iterations": [300]}
+    grid["eval_every"] = [100]
+    path = tmp_path / "results.csv"
+    assert not run_sweep(grid, "0-1", path, progress=False, time_limit=0).complete
+    (backup,) = (tmp_path / "results.csv.backup").glob("*.npz")
+    argv = ["sweep", "--quiet", "--seeds", "0-1", "--results", str(path)]
+    for key, (value,) in grid.items():
+        argv += ["--grid", f"{key}={value}"]
+    assert cli.main([*argv, "--no-backup"]) == 0
+    assert not backup.exists()
+    assert not (tmp_path / "results.csv.backup").exists()
+    err = capsys.readouterr().err
+    assert "1 chunk backups in results.csv.backup/ are not continued" in err
+    assert sorted(read_results(path)["seed"]) == [0, 1]
+    assert cli.main(["progress", str(path)]) == 2
+    assert "no chunk of" in capsys.readouterr().err  # none "in training"
