@@ -517,3 +517,58 @@ def test_a_run_too_large_for_the_memory_is_one_line_before_training(
     code, out, err = keras_nalu_cli(capsys, *argv)
     assert code == 2 and "GiB of memory of this machine" in err[-1], err
     assert listing(tmp_path) == set()
+
+
+# -- 11. the threshold cache: damaged entries, folders that refuse writes ------
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [b'{"threshold": null}', b"[]", b'{"threshold": "low"}', b'{"threshold": -1}'],
+    ids=["null", "list", "text", "negative"],
+)
+def test_a_damaged_threshold_cache_entry_is_computed_again(
+    tmp_path, monkeypatch, entry
+):
+    from keras_nalu.evaluation import success_threshold
+
+    monkeypatch.setenv("KERAS_NALU_CACHE_DIR", str(tmp_path))
+    task = ArithmeticTask(operation="mul", input_size=10)
+    expected = success_threshold(task, samples=20_000, use_cache=False)
+    assert success_threshold(task, samples=20_000) == expected
+    (cached,) = (tmp_path / "thresholds").iterdir()
+    cached.write_bytes(entry)
+    assert success_threshold(task, samples=20_000) == expected
+    assert json.loads(cached.read_text())["threshold"] == expected  # mended
+
+
+@pytest.mark.parametrize("variable", ["KERAS_NALU_CACHE_DIR", "HOME"])
+def test_a_cache_folder_that_refuses_writes_warns_and_computes(
+    tmp_path, monkeypatch, variable
+):
+    from keras_nalu.evaluation import success_threshold
+
+    task = ArithmeticTask(operation="mul", input_size=10)
+    expected = success_threshold(task, samples=20_000, use_cache=False)
+    with unwritable_folder(tmp_path) as folder:
+        if variable == "HOME":
+            monkeypatch.delenv("KERAS_NALU_CACHE_DIR", raising=False)
+        monkeypatch.setenv(variable, str(folder))
+        before = listing(folder)
+        with pytest.warns(RuntimeWarning, match="set KERAS_NALU_CACHE_DIR to a"):
+            assert success_threshold(task, samples=20_000) == expected
+        assert listing(folder) == before
+
+
+def test_train_goes_on_with_a_read_only_cache_and_says_so(
+    tmp_path, capsys, monkeypatch
+):
+    with unwritable_folder(tmp_path) as folder:
+        monkeypatch.setenv("KERAS_NALU_CACHE_DIR", str(folder / "cache"))
+        argv = ["train", *TINY, "--no-export", "--output-dir", tmp_path / "runs"]
+        code, out, err = keras_nalu_cli(capsys, *argv, "--operation", "mul")
+    assert code == 0, err
+    (warning,) = err
+    assert warning.startswith("keras-nalu train: warning: cannot write the")
+    assert "KERAS_NALU_CACHE_DIR" in warning
+    assert out.startswith("nau-mul-seed0")
