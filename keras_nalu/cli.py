@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import json
 import math
+import os
 import re
 import sys
 import warnings
@@ -407,7 +408,16 @@ def _summarize(args) -> int:
     from keras_nalu.sweeps.tables import to_markdown, write_summary
 
     results = load_results(args.results)
-    by = None if args.by is None else [c.strip() for c in args.by.split(",")]
+    if results.empty:
+        print(
+            f"keras-nalu summarize: {args.results} holds 0 runs (a header and no "
+            "rows): there is nothing to summarize, and no table is written",
+            file=sys.stderr,
+        )
+        return 0
+    by = None
+    if args.by is not None:  # a column named twice is one group key
+        by = list(dict.fromkeys(column.strip() for column in args.by.split(",")))
     summary = summarize(results, by=by)
     print(to_markdown(summary))
     pooled = {} if by is None else pooled_columns(results, by)
@@ -445,12 +455,23 @@ def _plot(args) -> int:
     from keras_nalu.sweeps.summary import load_results
 
     results = Path(args.results)
-    out = Path(args.out) if args.out else results.with_suffix(f".{args.x}.png")
+    out = results.with_suffix(f".{args.x}.png")
+    if args.out is not None:
+        # A folder (one that exists, or a path ending in "/") gets the plot
+        # under its default name; Path() would drop the "/" and make a file.
+        folder = args.out.endswith(("/", os.sep)) or Path(args.out).is_dir()
+        out = Path(args.out) / out.name if folder else Path(args.out)
     table = load_results(results)
+    if out.exists() and out.resolve() == results.resolve():
+        raise ValueError(f"--out {args.out!r} is the results file; pass a PNG path.")
+    if out.suffix.lower() != ".png":
+        raise ValueError(
+            f"--out {args.out!r}: plot writes PNG files; pass a path ending in "
+            ".png, or a folder for RESULTS_STEM.X.png."
+        )
     if out.exists():
-        if out.is_dir() or out.resolve() == results.resolve():
-            what = "a folder" if out.is_dir() else "the results file"
-            raise ValueError(f"--out {str(out)!r} is {what}; pass a PNG path.")
+        if out.is_dir():
+            raise ValueError(f"--out {str(out)!r} is a folder; pass a PNG path.")
         if not args.overwrite and not made_by_plot(out):
             raise ValueError(
                 f"--out {str(out)!r} exists and is not a plot keras-nalu made; it "
@@ -873,7 +894,9 @@ def _plot_flags(plot) -> None:
     )
     plot.add_argument("--operation", default=None, help="plot only this operation")
     plot.add_argument(
-        "--out", default=None, help="PNG path (default: RESULTS_STEM.X.png)"
+        "--out",
+        default=None,
+        help="PNG path, or a folder for RESULTS_STEM.X.png (default: beside RESULTS)",
     )
     plot.add_argument(
         "--overwrite",
