@@ -572,3 +572,54 @@ def test_train_goes_on_with_a_read_only_cache_and_says_so(
     assert warning.startswith("keras-nalu train: warning: cannot write the")
     assert "KERAS_NALU_CACHE_DIR" in warning
     assert out.startswith("nau-mul-seed0")
+
+
+# -- 12. a flag given twice never keeps only its last value silently -----------
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (
+            ["sweep", "--grid", "model=nau", "--grid", "model=nmu"],
+            "model is given twice ('model=nau' and 'model=nmu')",
+        ),
+        (
+            ["sweep", "--grid", "input_size=10", "--grid", "input_size=20"],
+            "input_size is given twice",
+        ),
+        (
+            ["sweep", "--grid-file", "grid.json", "--grid", "model=nmu"],
+            "--grid-file 'grid.json' and --grid both give model",
+        ),
+        (["train", "--seed", "1", "--seed", "2"], "--seed given twice, as 1 and 2"),
+        (["train", "--model", "nau", "--model", "nmu"], "--model given twice"),
+        (["summarize", "r.csv", "--by", "model", "--by", "seed"], "--by given twice"),
+        (["plot", "r.csv", "--x", "seed", "--x", "model"], "--x given twice"),
+        (["mnist", "--seeds", "0", "--seeds", "1"], "--seeds given twice"),
+    ],
+)
+def test_a_flag_given_twice_with_two_values_is_one_line(
+    tmp_path, capsys, monkeypatch, no_training, no_mnist_training, argv, needle
+):
+    from keras_nalu.sweeps import runner
+
+    def no_sweep(*args, **kwargs):
+        raise Trained
+
+    monkeypatch.setattr(runner, "run_sweep", no_sweep)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "grid.json").write_text('{"model": ["nau"], "input_size": [10]}')
+    results_file(tmp_path / "r.csv")
+    before = {path: path.read_bytes() for path in tmp_path.iterdir()}
+    if argv[0] == "sweep":
+        argv = [*argv, "--results", "s.csv"]
+    code, out, err = keras_nalu_cli(capsys, *argv)
+    assert code == 2 and out == "" and len(err) == 1, err
+    assert needle in err[0]
+    assert {path: path.read_bytes() for path in tmp_path.iterdir()} == before
+
+
+def test_a_flag_given_twice_with_one_value_is_that_value(capsys, no_training):
+    with pytest.raises(Trained):
+        cli.main(["train", *TINY, "--seed", "3", "--seed", "3"])
