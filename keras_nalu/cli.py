@@ -130,7 +130,7 @@ def _train(args) -> int:
     with _overlap_warnings_silenced():
         config = ExperimentConfig(**values)
         task = config.task()
-    check_run_memory(config)
+        check_run_memory(config)
     if not args.allow_overlap:
         _refuse_overlap(task, "--interpolation-range", "--extrapolation-range")
     name = config.name if args.name is None else check_run_name(args.name, "--name")
