@@ -1,5 +1,4 @@
-"""Issue-3 benchmark: the NAU and NMU presets over seeds, beside Madsen & Johansen
-(2020).
+"""The NAU and NMU presets over seeds, beside Madsen & Johansen (2020).
 
     python benchmarks/arithmetic.py                 # everything below
     python benchmarks/arithmetic.py --only nmu      # one part

@@ -1,5 +1,4 @@
-"""Madsen & Johansen's (2020) Figure 3 on ×: success against hidden size and input
-range.
+"""Madsen & Johansen's (2020) Figure 3 on ×: success by hidden size and input range.
 
     python benchmarks/fig3.py hidden_size        # every model, hidden size 2–10
     python benchmarks/fig3.py range              # every model, the seven ranges

@@ -1,5 +1,6 @@
-"""Where the gates go: Madsen & Johansen's (2020) gating experiment (App. C.5, Fig. 9,
-Table 5).
+"""Where the gates go: Madsen & Johansen's (2020) gating experiment, App. C.5.
+
+Their Fig. 9 and Table 5.
 
     python benchmarks/gates.py                      # 3 presets × {×, +}, 20 seeds
     python benchmarks/gates.py --plot-only          # redraw from the CSV

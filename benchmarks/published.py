@@ -1,5 +1,7 @@
-"""The papers' published numbers, to print beside ours (facts, not code), and the
-verdict that compares a row of ours with one of them.
+"""The papers' published numbers beside ours, and the verdict comparing the two.
+
+The numbers are facts of the papers (not code); the verdict compares a row of
+ours with one of them.
 
 Madsen & Johansen, "Neural Arithmetic Units", ICLR 2020:
 

@@ -1,5 +1,4 @@
-"""Madsen & Johansen's (2020) Table 2 rows over 100 seeds with `keras-nalu sweep`,
-beside the paper.
+"""Madsen & Johansen's (2020) Table 2 rows over 100 seeds, beside the paper.
 
     python benchmarks/table2.py                       # the rows below, 100 seeds
     python benchmarks/table2.py --summarize           # only print the table

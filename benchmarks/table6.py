@@ -1,5 +1,4 @@
-"""Madsen & Johansen's (2020) Table 6 ordering on ×, + and − for every preset, 20 seeds
-each.
+"""Madsen & Johansen's (2020) Table 6 ordering on ×, + and −: every preset, 20 seeds.
 
     python benchmarks/table6.py                  # the rows below, 20 seeds
     python benchmarks/table6.py --summarize      # only print the table

@@ -6,19 +6,24 @@ modules of those names.
 """
 
 from keras_nalu._backend_check import check_backend
-from keras_nalu._startup import answering_help, quiet_tensorflow_startup
+from keras_nalu._startup import (
+    answering_help,
+    interrupt_ends_cli,
+    quiet_tensorflow_startup,
+)
 
 check_backend()
 if not answering_help():  # `keras-nalu --help` needs none of what follows
-    quiet_tensorflow_startup()
+    with interrupt_ends_cli():
+        quiet_tensorflow_startup()
 
-    from keras_nalu import (
-        callbacks,
-        constraints,
-        initializers,
-        layers,
-        regularizers,
-    )
+        from keras_nalu import (
+            callbacks,
+            constraints,
+            initializers,
+            layers,
+            regularizers,
+        )
 
 #: The one place the version is written; pyproject.toml reads it from here.
 __version__ = "0.1.0"

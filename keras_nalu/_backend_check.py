@@ -37,8 +37,8 @@ def backend_problem() -> str | None:
     if name not in BACKEND_LIBRARIES:
         return (
             f"KERAS_BACKEND={name!r} is not a Keras backend; use one of "
-            f"{', '.join(BACKEND_LIBRARIES)} (keras_nalu trains on jax and "
-            "tensorflow)."
+            f"{', '.join(BACKEND_LIBRARIES)} (keras-nalu train runs on tensorflow, "
+            "jax and torch; keras-nalu sweep on tensorflow and jax)."
         )
     module = BACKEND_LIBRARIES[name]
     if not installed(module):

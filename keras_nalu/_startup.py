@@ -47,6 +47,23 @@ def _running_cli() -> bool:
     return "-m" in orig and "keras_nalu" in orig
 
 
+@contextlib.contextmanager
+def interrupt_ends_cli():
+    """Ctrl-C while the `keras-nalu` command imports its libraries.
+
+    Keras and its backend take seconds to import; a Ctrl-C then ends the
+    command as one during its work does: one line and status 130, not a
+    traceback from inside an import. Outside the command it is raised.
+    """
+    try:
+        yield
+    except KeyboardInterrupt:
+        if not _running_cli():
+            raise
+        print("keras-nalu: interrupted", file=sys.stderr)
+        sys.exit(130)
+
+
 def answering_help() -> bool:
     """Whether this is `keras-nalu` with no sub-command: --help, --version.
 

@@ -9,6 +9,9 @@ import argparse
 import contextlib
 import dataclasses
 import json
+import math
+import os
+import re
 import sys
 import warnings
 import zipfile
@@ -16,10 +19,49 @@ from pathlib import Path
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports a bad flag in one line, without the usage dump."""
+    """argparse that reports a bad flag in one line, without the usage dump.
+
+    A flag of one value given twice with two values is refused (argparse
+    would keep the last without a word), and `flag_names` maps each
+    argument's name to the flag that sets it, for the messages.
+    """
+
+    def __init__(self, *args, **kwargs):
+        self.flag_names: dict[str, str] = {}
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
+
+    def add_argument(self, *args, **kwargs):
+        action = super().add_argument(*args, **kwargs)
+        if action.option_strings:
+            self.flag_names[action.dest] = max(action.option_strings, key=len)
+        return action
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        vars(namespace).pop(_StoreOnce.GIVEN, None)
+        return namespace, extras
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+class _StoreOnce(argparse.Action):
+    """argparse's `store`, refusing a second, different value of the flag."""
+
+    GIVEN = "_values_given"
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = vars(namespace).setdefault(self.GIVEN, {})
+        if self.dest in given and given[self.dest] != values:
+            flag = option_string or self.dest
+            parser.error(
+                f"{flag} given twice, as {given[self.dest]!r} and {values!r}; "
+                "give it once"
+            )
+        given[self.dest] = values
+        setattr(namespace, self.dest, values)
 
 
 def _flag(name: str) -> str:
@@ -65,13 +107,19 @@ def _none_type(field):
 
 
 def _train(args) -> int:
-    from keras_nalu.experiments import ExperimentConfig, check_run_name, run_experiment
+    from keras_nalu.experiments import (
+        ExperimentConfig,
+        check_run_memory,
+        check_run_name,
+        run_experiment,
+    )
     from keras_nalu.export import (
         check_export_format,
         check_output_folder,
         export_onnx,
         export_saved_model,
         latest_version,
+        read_manifest,
         save_keras_model,
         write_record,
     )
@@ -82,6 +130,7 @@ def _train(args) -> int:
     with _overlap_warnings_silenced():
         config = ExperimentConfig(**values)
         task = config.task()
+        check_run_memory(config)
     if not args.allow_overlap:
         _refuse_overlap(task, "--interpolation-range", "--extrapolation-range")
     name = config.name if args.name is None else check_run_name(args.name, "--name")
@@ -110,6 +159,7 @@ def _train(args) -> int:
         model_dir = check_output_folder(args.export_dir, "--export-dir") / name
         if model_dir.exists():
             check_output_folder(model_dir, "--export-dir", args.export_dir)
+            read_manifest(model_dir)
     with _overlap_warnings_silenced():
         model, record = run_experiment(config, verbose=not args.quiet, name=name)
     record.update(_explain_record(model, config))
@@ -197,17 +247,30 @@ def _refuse_overlap(task, interpolation: str, extrapolation: str) -> None:
         )
 
 
-def _refuse_backend_without_fit(command: str) -> None:
-    """One line, before anything is made, where Keras' backend cannot train."""
+def _refuse_backend_without_fit(
+    command: str, backends=("tensorflow", "jax", "torch")
+) -> None:
+    """One line, before anything is made, where `command` cannot train.
+
+    Keras' numpy and openvino backends cannot train; a sweep trains on the
+    backends that have a replica engine, mnist on TensorFlow.
+    """
     import keras
 
     backend = keras.backend.backend()
-    if backend in ("numpy", "openvino"):
-        raise ValueError(
-            f"Keras' {backend} backend (KERAS_BACKEND={backend}) runs models but "
-            f"cannot train them; run `keras-nalu {command}` with "
-            "KERAS_BACKEND=tensorflow or KERAS_BACKEND=jax."
-        )
+    if backend in backends:
+        return
+    what = (
+        "runs models but cannot train them"
+        if backend in ("numpy", "openvino")
+        else f"cannot run `keras-nalu {command}`"
+    )
+    *first, last = [f"KERAS_BACKEND={name}" for name in backends]
+    names = f"{', '.join(first)} or {last}" if first else last
+    raise ValueError(
+        f"Keras' {backend} backend (KERAS_BACKEND={backend}) {what}; run "
+        f"`keras-nalu {command}` with {names}."
+    )
 
 
 def _one_line(error: BaseException) -> str:
@@ -374,7 +437,16 @@ def _summarize(args) -> int:
     from keras_nalu.sweeps.tables import to_markdown, write_summary
 
     results = load_results(args.results)
-    by = None if args.by is None else [c.strip() for c in args.by.split(",")]
+    if results.empty:
+        print(
+            f"keras-nalu summarize: {args.results} holds 0 runs (a header and no "
+            "rows): there is nothing to summarize, and no table is written",
+            file=sys.stderr,
+        )
+        return 0
+    by = None
+    if args.by is not None:  # a column named twice is one group key
+        by = list(dict.fromkeys(column.strip() for column in args.by.split(",")))
     summary = summarize(results, by=by)
     print(to_markdown(summary))
     pooled = {} if by is None else pooled_columns(results, by)
@@ -412,12 +484,23 @@ def _plot(args) -> int:
     from keras_nalu.sweeps.summary import load_results
 
     results = Path(args.results)
-    out = Path(args.out) if args.out else results.with_suffix(f".{args.x}.png")
+    out = results.with_suffix(f".{args.x}.png")
+    if args.out is not None:
+        # A folder (one that exists, or a path ending in "/") gets the plot
+        # under its default name; Path() would drop the "/" and make a file.
+        folder = args.out.endswith(("/", os.sep)) or Path(args.out).is_dir()
+        out = Path(args.out) / out.name if folder else Path(args.out)
     table = load_results(results)
+    if out.exists() and out.resolve() == results.resolve():
+        raise ValueError(f"--out {args.out!r} is the results file; pass a PNG path.")
+    if out.suffix.lower() != ".png":
+        raise ValueError(
+            f"--out {args.out!r}: plot writes PNG files; pass a path ending in "
+            ".png, or a folder for RESULTS_STEM.X.png."
+        )
     if out.exists():
-        if out.is_dir() or out.resolve() == results.resolve():
-            what = "a folder" if out.is_dir() else "the results file"
-            raise ValueError(f"--out {str(out)!r} is {what}; pass a PNG path.")
+        if out.is_dir():
+            raise ValueError(f"--out {str(out)!r} is a folder; pass a PNG path.")
         if not args.overwrite and not made_by_plot(out):
             raise ValueError(
                 f"--out {str(out)!r} exists and is not a plot keras-nalu made; it "
@@ -431,6 +514,7 @@ def _plot(args) -> int:
 
 def _sweep(args) -> int:
     from keras_nalu.export import check_output_folder
+    from keras_nalu.sweeps.engines import ENGINES
     from keras_nalu.sweeps.grid import (
         grid_configs,
         load_grid_file,
@@ -439,9 +523,17 @@ def _sweep(args) -> int:
     )
     from keras_nalu.sweeps.runner import run_sweep, summary_markdown
 
-    _refuse_backend_without_fit("sweep")
+    _refuse_backend_without_fit("sweep", ENGINES)
     grid = load_grid_file(args.grid_file) if args.grid_file else {}
-    grid.update(parse_grid(args.grid or []))
+    flags = parse_grid(args.grid or [])
+    in_file = {key for keys in grid for key in keys}
+    both = sorted(in_file & {key for keys in flags for key in keys})
+    if both:
+        raise ValueError(
+            f"--grid-file {args.grid_file!r} and --grid both give {', '.join(both)}; "
+            "give each field in one of them."
+        )
+    grid.update(flags)
     with _overlap_warnings_silenced():
         configs = grid_configs(grid)
         tasks = [config.task() for config in configs]
@@ -479,11 +571,23 @@ def _sweep(args) -> int:
         print(f"keras-nalu sweep: error: {error}", file=sys.stderr)
         return 1
     if not outcome.complete:
+        where = (
+            f"the chunk in training backed up to {outcome.backups[0]}"
+            if outcome.backups
+            else "between two runs, none cut short (no backup was needed)"
+        )
         print(
-            "keras-nalu sweep: stopped at --time-limit with runs left, the chunk "
-            "in training backed up; run the same command again to continue",
+            f"keras-nalu sweep: stopped at --time-limit with runs left, {where}; "
+            "run the same command again to continue",
             file=sys.stderr,
         )
+    if not outcome.path.exists():
+        print(
+            f"keras-nalu sweep: no run has finished yet, so there is no {outcome.path} "
+            "and no table",
+            file=sys.stderr,
+        )
+        return 0
     print(summary_markdown(outcome))
     print(
         f"results: {outcome.path} ({len(outcome.results)} rows of this sweep: "
@@ -527,14 +631,15 @@ def _progress(args) -> int:
             raise FileNotFoundError(f"no such backup file: {target}")
         files = [target]
     else:
-        folder = target.with_name(target.name + ".backup")
-        if target.is_dir():
+        if target.is_dir():  # "." included, which has no name to add to
             if target.suffix != ".backup":
                 raise ValueError(
-                    f"{target} is a folder; pass a sweep's results CSV or one "
-                    "backup .npz."
+                    f"{args.results} is a folder; pass a sweep's results CSV or "
+                    "one backup .npz."
                 )
             folder = target
+        else:
+            folder = target.with_name(target.name + ".backup")
         files = sorted(folder.glob("*.npz"))
         if not files and not target.exists():
             raise FileNotFoundError(
@@ -583,10 +688,10 @@ def _read_backup(path: Path) -> list[dict]:
         raise
     # read_backup lets some damage through as other errors (an empty file:
     # EOFError; a damaged state: TypeError, KeyError); still one line here.
-    except Exception as error:  # noqa: BLE001
+    except Exception:  # noqa: BLE001
         raise ValueError(
-            f"{path} is not a readable sweep backup ({type(error).__name__}: "
-            f"{_one_line(error)[:200]}); wait for the sweep's next backup."
+            f"{path} is a damaged sweep backup: its state cannot be read; wait "
+            "for the sweep's next backup (one every --backup-every seconds)."
         ) from None
     if not records:
         raise ValueError(f"{path} is a sweep backup of no seeds.")
@@ -607,12 +712,15 @@ def _mnist(args) -> int:
     from keras_nalu.sweeps.grid import parse_seeds
     from keras_nalu.tasks.mnist import parse_lengths
 
-    _refuse_backend_without_fit("mnist")
+    # Its data pipeline and its evaluation per length are TensorFlow's.
+    _refuse_backend_without_fit("mnist", ("tensorflow",))
     fields = {f.name for f in dataclasses.fields(MnistConfig)}
     common = {k: v for k, v in vars(args).items() if k in fields}
     common["data_dir"] = args.data_dir
     if args.test_lengths is not None:
-        common["test_lengths"] = parse_lengths(args.test_lengths)
+        common["test_lengths"] = parse_lengths(
+            args.test_lengths, owner="mnist --test-lengths"
+        )
     seeds = parse_seeds(args.seeds, owner="mnist --seeds")
     if args.baseline_seeds == 1 or args.baseline_seeds < 0:
         raise ValueError(
@@ -627,7 +735,23 @@ def _mnist(args) -> int:
         MnistConfig(unit="exact", seed=seed, **common)
         for seed in range(args.baseline_seeds)
     ]
+    names = [config.name for config in (*baselines, *configs)]
+    twice = next((name for name in names if names.count(name) > 1), None)
+    if twice is not None:
+        raise ValueError(
+            f"--units {args.units!r} asks for the run {twice} twice (the bound's "
+            f"baseline runs are the exact unit, seeds 0 to {args.baseline_seeds - 1}"
+            "); name each unit once."
+        )
+    operation = configs[0].operation
     output = check_output_folder(args.output_dir, "--output-dir")
+    # Every file of this command is checked now, before hours of training:
+    # none that exists is replaced without --overwrite.
+    files = [output / name / "result.json" for name in names]
+    files.append(output / f"mnist-{operation}.json")
+    if len(seeds) > 1 and baselines:
+        files.append(output / f"mnist-{operation}.png")
+    _refuse_existing(files, "--output-dir", args.output_dir, args.overwrite)
 
     def run(config):
         _, record = run_mnist(config, verbose=not args.quiet)
@@ -635,13 +759,17 @@ def _mnist(args) -> int:
         return record
 
     baseline_records = [run(config) for config in baselines]
-    bound = mse_bound(baseline_records) if len(baseline_records) >= 2 else {}
+    # Without baselines there is no bound, and no verdict: None, not False.
+    bound = mse_bound(baseline_records) if baseline_records else None
     records = [judge(run(config), bound) for config in configs]
-    operation = configs[0].operation
     summary = {
         "operation": operation,
-        "bound": {str(length): value for length, value in bound.items()},
-        "success_rate": {
+        "bound": None
+        if bound is None
+        else {str(length): value for length, value in bound.items()},
+        "success_rate": None
+        if bound is None
+        else {
             unit: {str(n): rate for n, rate in rates.items()}
             for unit, rates in success_rates(records).items()
         },
@@ -649,7 +777,7 @@ def _mnist(args) -> int:
         "runs": records,
     }
     write_record(summary, output / f"mnist-{operation}.json")
-    if len(seeds) > 1:
+    if len(seeds) > 1 and bound is not None:
         plot = plot_success_rate(records, output / f"mnist-{operation}.png")
         print(f"wrote plot: {plot}", file=sys.stderr)
     print(
@@ -662,6 +790,27 @@ def _mnist(args) -> int:
     if operation == "sum":
         print(mae_table(records))
     return 0
+
+
+def _refuse_existing(files, flag: str, value, overwrite: bool) -> None:
+    """One line, before any work, where a file to write exists already.
+
+    With `overwrite` the files are replaced; a folder in the place of a file
+    is refused either way.
+    """
+    for path in files:
+        if path.is_dir() or any(folder.is_file() for folder in path.parents):
+            raise ValueError(
+                f"{flag} {str(value)!r}: {path} cannot be written (a folder, or "
+                "under a file, is in its place); pass another folder."
+            )
+    existing = [path for path in files if path.exists()]
+    if existing and not overwrite:
+        more = f" and {len(existing) - 1} more" if len(existing) > 1 else ""
+        raise ValueError(
+            f"{flag} {str(value)!r}: {existing[0]}{more} exist; pass --overwrite "
+            f"to replace them, or another {flag}."
+        )
 
 
 def _mnist_line(record: dict) -> dict:
@@ -777,7 +926,9 @@ def _plot_flags(plot) -> None:
     )
     plot.add_argument("--operation", default=None, help="plot only this operation")
     plot.add_argument(
-        "--out", default=None, help="PNG path (default: RESULTS_STEM.X.png)"
+        "--out",
+        default=None,
+        help="PNG path, or a folder for RESULTS_STEM.X.png (default: beside RESULTS)",
     )
     plot.add_argument(
         "--overwrite",
@@ -806,6 +957,7 @@ def _sweep_flags(sweep) -> None:
         default="results/sweep.csv",
         help="results CSV (default: results/sweep.csv)",
     )
+    sweep.flag_names["results_path"] = "--results"  # run_sweep's name for it
     sweep.add_argument(
         "--ray-address",
         default=None,
@@ -814,7 +966,7 @@ def _sweep_flags(sweep) -> None:
     sweep.add_argument("--quiet", action="store_true", help="no progress bar")
     sweep.add_argument(
         "--backup-every",
-        type=float,
+        type=_seconds,
         default=600.0,
         metavar="SECONDS",
         help="back up the chunk in training this often to RESULTS.backup/ (on "
@@ -840,7 +992,7 @@ def _sweep_flags(sweep) -> None:
     )
     sweep.add_argument(
         "--time-limit",
-        type=float,
+        type=_seconds,
         default=None,
         metavar="SECONDS",
         help="stop after this many seconds: no chunk starts after it, and the "
@@ -862,6 +1014,19 @@ def _sweep_flags(sweep) -> None:
     )
 
 
+def _seconds(text: str) -> float:
+    """A flag's number of seconds: finite and >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(
+            f"expects a number of seconds >= 0. Received: {text!r}"
+        )
+    return value
+
+
 def _progress_flags(progress) -> None:
     progress.add_argument("results", help="a sweep's results CSV, or one backup .npz")
     progress.add_argument(
@@ -881,6 +1046,7 @@ def _mnist_flags(mnist) -> None:
         choices={"operation": list(MNIST_OPERATIONS), "source": list(SOURCES)},
     )
     mnist.add_argument("--units", default=None, help="comma list, e.g. nmu,nac")
+    mnist.flag_names["unit"] = "--units"  # each of them is a run's unit
     mnist.add_argument("--seeds", default="0", help="e.g. 0-4 or 0,3")
     mnist.add_argument(
         "--baseline-seeds",
@@ -893,6 +1059,11 @@ def _mnist_flags(mnist) -> None:
     )
     mnist.add_argument("--data-dir", default=None, help="prepared tfds folder")
     mnist.add_argument("--output-dir", default="runs", help="records and plot")
+    mnist.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the records and plot of earlier runs in --output-dir",
+    )
     mnist.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -987,28 +1158,94 @@ def build_parser(flags: bool = True) -> argparse.ArgumentParser:
         )
         if flags:
             add_flags(command)
-        command.set_defaults(handler=handler)
+        command.set_defaults(handler=handler, flag_names=command.flag_names)
     return parser
 
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else [str(arg) for arg in argv]
-    # Without a sub-command (--help, --version) no flags are needed, and so
-    # nothing of Keras: the answer comes at once (see keras_nalu/_startup.py).
-    parser = build_parser(flags=any(not arg.startswith("-") for arg in argv))
-    args = parser.parse_args(argv)
+    named = next((arg for arg in argv if not arg.startswith("-")), None)
+    prog = f"keras-nalu {named}" if named in _COMMANDS else "keras-nalu"
+    flag_names: dict[str, str] = {}
+    # Everything, the imports of the flags included, under one handler: a
+    # Ctrl-C at any time is one line and status 130, never a traceback.
     try:
-        return args.handler(args)
+        # Without a sub-command (--help, --version) no flags are needed, and
+        # so nothing of Keras: the answer comes at once (keras_nalu/_startup.py).
+        parser = build_parser(flags=named is not None)
+        args = parser.parse_args(argv)
+        flag_names = args.flag_names
+        with _warnings_in_one_line(prog, flag_names):
+            return args.handler(args)
     # Bad input (ValueError), a path the system refuses (OSError) or a missing
     # optional package (ImportError): one line, never a traceback.
     except (ValueError, OSError, ImportError) as error:
-        message = str(error).splitlines()[0] if str(error) else type(error).__name__
-        print(f"keras-nalu {args.command}: error: {message}", file=sys.stderr)
+        print(f"{prog}: error: {_error_line(error, flag_names)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as interrupt:
         detail = f": {_one_line(interrupt)}" if str(interrupt) else ""
-        print(f"keras-nalu {args.command}: interrupted{detail}", file=sys.stderr)
+        print(f"{prog}: interrupted{detail}", file=sys.stderr)
         return 130
+
+
+@contextlib.contextmanager
+def _warnings_in_one_line(prog: str, flag_names: dict[str, str]):
+    """Python's warnings as `keras-nalu CMD: warning: ...`, one line each, once."""
+    shown = set()
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        text = _in_flag_words(_one_line(message), flag_names)
+        if text not in shown:
+            shown.add(text)
+            print(f"{prog}: warning: {text}", file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
+
+
+def _error_line(error: BaseException, flag_names: dict[str, str]) -> str:
+    """The first line of `error`, in the words of the command line."""
+    if isinstance(error, OSError) and error.strerror and error.filename:
+        # "[Errno 17] File exists: 'x'" says the same as this, less plainly.
+        return f"{error.filename}: {error.strerror}"
+    message = str(error).splitlines()[0] if str(error) else type(error).__name__
+    if isinstance(error, ValueError):
+        message = _in_flag_words(message, flag_names)
+    return message
+
+
+# A check inside the package names who asks (`ExperimentConfig expects
+# learning_rate to be ...`, `run_sweep expects ...`): a class or a function,
+# which the user of a command never called.
+_OWNER = r"(?<![\w/.'-])(?:[A-Z][a-z]+[A-Z]\w*|[a-z]+(?:_[a-z]+)+)"
+_OWNER_WORDS = (
+    (re.compile(_OWNER + r" expects ([\w ]+?) to (\w+) "), r"\1 must \2 "),
+    (re.compile(_OWNER + r" expects (\w+) (?=[<>=!])"), r"\1 must be "),
+    (re.compile(_OWNER + r" expects "), "expected: "),
+    (re.compile(_OWNER + r": "), ""),
+    (re.compile(_OWNER + r" with "), "a run with "),
+    (re.compile(r"\brun_sweep "), "a sweep "),
+)
+_VALUE = r"('[^']*'|\"[^\"]*\"|[^\s,;)]+)"
+
+
+def _in_flag_words(message: str, flag_names: dict[str, str]) -> str:
+    """A package's message about its arguments, told about the flags instead.
+
+    The checks of the package name their owner and arguments
+    (`"ExperimentConfig expects learning_rate to be a finite number > 0.
+    Received: learning_rate=-1.0"`); the user of a command gave flags:
+    `"--learning-rate must be a finite number > 0. Received: --learning-rate
+    -1.0"`. Names that are no flag of the command (a `--grid` field) stay.
+    """
+    for pattern, words in _OWNER_WORDS:
+        message = pattern.sub(words, message)
+    for name, flag in flag_names.items():
+        message = re.sub(rf"(?<![\w/.-]){name}={_VALUE}", rf"{flag} \1", message)
+        bare = name if "_" in name else rf"{name}(?= must )"
+        message = re.sub(rf"(?<![\w/.'-]){bare}(?![\w'/=-])", flag, message)
+    return message
 
 
 if __name__ == "__main__":

@@ -314,9 +314,58 @@ def _quiet_converters():
         yield
 
 
+def read_manifest(model_dir: str | os.PathLike) -> dict:
+    """The manifest of a model's export folder, checked to be one.
+
+    Args:
+        model_dir: `<export_dir>/<name>`.
+
+    Returns:
+        The manifest: `{"name", "versions": {version: entry}, "latest"}`, or
+        one without versions where the folder has no manifest yet.
+
+    Raises:
+        ValueError: `manifest.json` there is not a manifest this module
+            wrote (not JSON, or without its versions); it is named, and left
+            as it is: nothing is exported over it.
+
+    Example:
+
+    >>> import tempfile
+    >>> read_manifest(tempfile.mkdtemp())["versions"]
+    {}
+    """
+    model_dir = Path(model_dir)
+    path = model_dir / MANIFEST
+    if not path.exists():
+        return {"name": model_dir.name, "versions": {}}
+    reason = None
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:  # a folder, binary or broken JSON
+        document = None
+        reason = getattr(error, "strerror", None) or "not JSON"
+    versions = document.get("versions") if isinstance(document, dict) else None
+    if reason is None and not (
+        isinstance(versions, dict)
+        and all(
+            key.isdigit() and isinstance(entry, dict) for key, entry in versions.items()
+        )
+    ):
+        reason = "no 'versions' of exported models"
+    if reason is not None:
+        raise ValueError(
+            f"{path} is not an export manifest ({reason}); it is left as it is, "
+            "and nothing is exported beside it: export to another folder or "
+            "name, or move it aside."
+        )
+    return document
+
+
 def _new_version(export_dir, name: str, version: int | None):
     """`(model folder, version, version folder)`; the version folder is new."""
     model_dir = Path(export_dir) / name
+    read_manifest(model_dir)  # a foreign manifest: refused before writing
     version = next_version(model_dir) if version is None else int(version)
     if version < 1:
         raise ValueError(f"export expects version >= 1. Received: version={version}")
@@ -336,9 +385,7 @@ def _input_shape(model) -> list:
 def _record_version(model_dir: Path, name: str, version: int, entry: dict) -> None:
     """Adds `entry` as `version` to `model_dir`'s manifest (atomically)."""
     manifest_path = model_dir / MANIFEST
-    document = {"name": name, "versions": {}}
-    if manifest_path.exists():
-        document = json.loads(manifest_path.read_text())
+    document = read_manifest(model_dir)
     document["versions"][str(version)] = {"version": version, **entry}
     document["latest"] = max(int(v) for v in document["versions"])
     _write_json(manifest_path, document)

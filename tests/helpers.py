@@ -167,3 +167,35 @@ def mixed_subtraction():
     model.get_layer("hidden").kernel.assign(kernel)
     model.get_layer("output").kernel.assign([[1.0], [1.0]])
     return model
+
+
+def interrupted_while_starting(*argv, cwd=None) -> subprocess.CompletedProcess:
+    """`keras-nalu ARGV` in a fresh process, sent SIGINT while it imports.
+
+    The signal goes as soon as TensorFlow's library is loaded into the
+    process (its import then takes seconds more), as a Ctrl-C typed right
+    after the command. Returns the finished process, its output as text.
+    """
+    import signal
+    import time
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "keras_nalu", *map(str, argv)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
+    maps = Path(f"/proc/{process.pid}/maps")
+    deadline = time.monotonic() + 120
+    while process.poll() is None and time.monotonic() < deadline:
+        try:
+            if "libtensorflow" in maps.read_text():
+                break
+        except OSError:
+            pass
+        time.sleep(0.01)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=120)
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)

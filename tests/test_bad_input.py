@@ -48,7 +48,10 @@ def no_training(monkeypatch):
 
 def keras_nalu_cli(capsys, *argv):
     """`keras-nalu ARGV` here: (exit status, stdout, stderr lines)."""
-    code = cli.main([str(arg) for arg in argv])
+    try:
+        code = cli.main([str(arg) for arg in argv])
+    except SystemExit as exit:  # a flag argparse refuses
+        code = exit.code
     captured = capsys.readouterr()
     return code, captured.out, [line for line in captured.err.splitlines() if line]
 
@@ -370,3 +373,253 @@ def test_train_help_lists_the_models_and_operations(capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert exit_status.value.code == 2 and len(err) == 1
     assert "invalid choice: 'pow' (choose from 'add', 'sub'" in err[0]
+
+
+# -- 8. mnist: nothing of the user's replaced, no verdict without a bound -------
+
+MNIST_TINY = ["--operation", "sum", "--units", "nau", "--iterations", "2"]
+MNIST_TINY += ["--eval-every", "1", "--batch-size", "2", "--eval-batch-size", "2"]
+MNIST_TINY += ["--train-length", "2", "--test-lengths", "1,3", "--quiet"]
+MNIST_TINY += ["--validation-sequences", "2", "--test-sequences", "2"]
+
+
+@pytest.fixture
+def mock_mnist(tmp_path):
+    """tensorflow-datasets' MNIST replaced by 20 random digits; the argv for it."""
+    import tensorflow_datasets as tfds
+
+    with tfds.testing.mock_data(num_examples=20):
+        yield [*MNIST_TINY, "--data-dir", tmp_path / "tfds"]
+
+
+@pytest.fixture
+def no_mnist_training(monkeypatch):
+    from keras_nalu.experiments import mnist
+
+    def refuse(*args, **kwargs):
+        raise Trained
+
+    monkeypatch.setattr(mnist, "run_mnist", refuse)
+
+
+@pytest.mark.parametrize(
+    "mine",
+    ["mnist-sum.json", "mnist-sum-nau-seed0/result.json"],
+    ids=["summary", "run"],
+)
+def test_mnist_refuses_to_write_over_a_users_file_before_training(
+    tmp_path, capsys, no_mnist_training, mine
+):
+    out = tmp_path / "m5"
+    (out / mine).parent.mkdir(parents=True)
+    (out / mine).write_text('{"my": "own notes"}')
+    before = listing(tmp_path)
+    argv = ["mnist", *MNIST_TINY, "--baseline-seeds", "0", "--output-dir", out]
+    code, stdout, err = keras_nalu_cli(capsys, *argv)
+    assert code == 2 and stdout == "" and len(err) == 1, err
+    assert f"--output-dir {str(out)!r}: {out / mine} exist" in err[0]
+    assert "--overwrite" in err[0]
+    assert (out / mine).read_text() == '{"my": "own notes"}'
+    assert listing(tmp_path) == before
+
+
+def test_mnist_overwrites_only_when_told_and_judges_nothing_without_a_bound(
+    tmp_path, capsys, mock_mnist
+):
+    out = tmp_path / "m5"
+    argv = ["mnist", *mock_mnist, "--baseline-seeds", "0", "--output-dir", out]
+    (out / "mnist-sum-nau-seed0").mkdir(parents=True)
+    (out / "mnist-sum-nau-seed0" / "result.json").write_text("{}")
+    code, stdout, err = keras_nalu_cli(capsys, *argv, "--overwrite")
+    assert code == 0, err
+    printed = json.loads(stdout[: stdout.rindex("}") + 1])
+    assert printed["bound"] is None and printed["success_rate"] is None
+    assert printed["runs"][0]["success"] == [None, None]
+    record = json.loads((out / "mnist-sum-nau-seed0" / "result.json").read_text())
+    assert record["iterations"] == 2  # the user's {} replaced, as asked
+    summary = json.loads((out / "mnist-sum.json").read_text())
+    assert summary["bound"] is None and summary["success_rate"] is None
+    (run,) = summary["runs"]
+    assert run["success"] == [None, None] and run["bound"] == [None, None]
+    # Its own files of a moment ago are not replaced without --overwrite either.
+    code, stdout, err = keras_nalu_cli(capsys, *argv)
+    assert code == 2 and "--overwrite" in err[0]
+
+
+@pytest.mark.parametrize(
+    "flags, needle",
+    [
+        (["--units", "nau,nau"], "asks for the run mnist-product-nau-seed0 twice"),
+        (["--units", "exact"], "asks for the run mnist-product-exact-seed0 twice"),
+        (["--units", "gru"], "--units must be one of ['exact', 'lstm'"),
+        (["--seeds", "1-0"], "mnist --seeds: the range '1-0' is empty"),
+        (["--test-lengths", "0"], "mnist --test-lengths expects lengths >= 1"),
+        (["--iterations", "0"], "--iterations must be an integer >= 1"),
+        (["--baseline-seeds", "1"], "--baseline-seeds >= 2"),
+        (["--output-dir", "afile"], "is a file, not a folder"),
+        (["--units", "nau", "--units", "nmu"], "--units given twice"),
+    ],
+)
+def test_mnist_bad_input_is_one_line_before_anything(
+    tmp_path, capsys, monkeypatch, no_mnist_training, flags, needle
+):
+    (tmp_path / "afile").write_text("in the way")
+    monkeypatch.chdir(tmp_path)
+    code, stdout, err = keras_nalu_cli(capsys, "mnist", "--quiet", *flags)
+    assert code == 2 and stdout == "" and len(err) == 1, err
+    assert err[0].startswith("keras-nalu mnist: error: ")
+    assert needle in err[0]
+    assert listing(tmp_path) == {"afile"}
+
+
+# -- 9. an export folder that is not ours is left alone -------------------------
+
+
+@pytest.mark.parametrize(
+    "content", ['{"my": "own manifest"}', "\x00 not JSON at all", "[1, 2]"]
+)
+def test_a_foreign_manifest_is_one_line_before_anything_is_written(
+    tmp_path, capsys, no_training, tiny_model, content
+):
+    manifest = tmp_path / "exp" / "myrun" / "manifest.json"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text(content)
+    argv = ["train", *TINY, "--name", "myrun", "--export-dir", tmp_path / "exp"]
+    code, out, err = keras_nalu_cli(capsys, *argv, "--output-dir", tmp_path / "runs")
+    assert code == 2 and out == "" and len(err) == 1, err
+    assert f"{manifest} is not an export manifest" in err[0]
+    with pytest.raises(ValueError, match="is not an export manifest"):
+        export_saved_model(tiny_model, tmp_path / "exp", "myrun")
+    assert listing(tmp_path) == {"exp", "exp/myrun", "exp/myrun/manifest.json"}
+    assert manifest.read_text() == content
+
+
+# -- 10. sizes no machine here can hold -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "flag, value", [("--input-size", "100000000"), ("--batch-size", "1000000000")]
+)
+def test_a_run_too_large_for_the_memory_is_one_line_before_training(
+    tmp_path, capsys, no_training, flag, value
+):
+    argv = ["train", "--quiet", "--output-dir", tmp_path / "runs", flag, value]
+    code, out, err = keras_nalu_cli(capsys, *argv, "--export-dir", tmp_path / "exp")
+    # One error line (after, for --input-size, one warning line about float32).
+    assert code == 2 and out == "", err
+    *warnings, error = err
+    assert all(line.startswith("keras-nalu train: warning: ") for line in warnings)
+    assert len(warnings) <= 1 and error.startswith("keras-nalu train: error: ")
+    assert f"{flag} {value}" in error and "GiB of memory of this machine" in error
+    assert listing(tmp_path) == set()
+    grid = ["--grid", f"{flag[2:].replace('-', '_')}={value}", "--grid", "model=nau"]
+    argv = ["sweep", "--quiet", *grid, "--results", tmp_path / "r.csv"]
+    code, out, err = keras_nalu_cli(capsys, *argv)
+    assert code == 2 and "GiB of memory of this machine" in err[-1], err
+    assert listing(tmp_path) == set()
+
+
+# -- 11. the threshold cache: damaged entries, folders that refuse writes ------
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [b'{"threshold": null}', b"[]", b'{"threshold": "low"}', b'{"threshold": -1}'],
+    ids=["null", "list", "text", "negative"],
+)
+def test_a_damaged_threshold_cache_entry_is_computed_again(
+    tmp_path, monkeypatch, entry
+):
+    from keras_nalu.evaluation import success_threshold
+
+    monkeypatch.setenv("KERAS_NALU_CACHE_DIR", str(tmp_path))
+    task = ArithmeticTask(operation="mul", input_size=10)
+    expected = success_threshold(task, samples=20_000, use_cache=False)
+    assert success_threshold(task, samples=20_000) == expected
+    (cached,) = (tmp_path / "thresholds").iterdir()
+    cached.write_bytes(entry)
+    assert success_threshold(task, samples=20_000) == expected
+    assert json.loads(cached.read_text())["threshold"] == expected  # mended
+
+
+@pytest.mark.parametrize("variable", ["KERAS_NALU_CACHE_DIR", "HOME"])
+def test_a_cache_folder_that_refuses_writes_warns_and_computes(
+    tmp_path, monkeypatch, variable
+):
+    from keras_nalu.evaluation import success_threshold
+
+    task = ArithmeticTask(operation="mul", input_size=10)
+    expected = success_threshold(task, samples=20_000, use_cache=False)
+    with unwritable_folder(tmp_path) as folder:
+        if variable == "HOME":
+            monkeypatch.delenv("KERAS_NALU_CACHE_DIR", raising=False)
+        monkeypatch.setenv(variable, str(folder))
+        before = listing(folder)
+        with pytest.warns(RuntimeWarning, match="set KERAS_NALU_CACHE_DIR to a"):
+            assert success_threshold(task, samples=20_000) == expected
+        assert listing(folder) == before
+
+
+def test_train_goes_on_with_a_read_only_cache_and_says_so(
+    tmp_path, capsys, monkeypatch
+):
+    with unwritable_folder(tmp_path) as folder:
+        monkeypatch.setenv("KERAS_NALU_CACHE_DIR", str(folder / "cache"))
+        argv = ["train", *TINY, "--no-export", "--output-dir", tmp_path / "runs"]
+        code, out, err = keras_nalu_cli(capsys, *argv, "--operation", "mul")
+    assert code == 0, err
+    (warning,) = err
+    assert warning.startswith("keras-nalu train: warning: cannot write the")
+    assert "KERAS_NALU_CACHE_DIR" in warning
+    assert out.startswith("nau-mul-seed0")
+
+
+# -- 12. a flag given twice never keeps only its last value silently -----------
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (
+            ["sweep", "--grid", "model=nau", "--grid", "model=nmu"],
+            "model is given twice ('model=nau' and 'model=nmu')",
+        ),
+        (
+            ["sweep", "--grid", "input_size=10", "--grid", "input_size=20"],
+            "input_size is given twice",
+        ),
+        (
+            ["sweep", "--grid-file", "grid.json", "--grid", "model=nmu"],
+            "--grid-file 'grid.json' and --grid both give model",
+        ),
+        (["train", "--seed", "1", "--seed", "2"], "--seed given twice, as 1 and 2"),
+        (["train", "--model", "nau", "--model", "nmu"], "--model given twice"),
+        (["summarize", "r.csv", "--by", "model", "--by", "seed"], "--by given twice"),
+        (["plot", "r.csv", "--x", "seed", "--x", "model"], "--x given twice"),
+        (["mnist", "--seeds", "0", "--seeds", "1"], "--seeds given twice"),
+    ],
+)
+def test_a_flag_given_twice_with_two_values_is_one_line(
+    tmp_path, capsys, monkeypatch, no_training, no_mnist_training, argv, needle
+):
+    from keras_nalu.sweeps import runner
+
+    def no_sweep(*args, **kwargs):
+        raise Trained
+
+    monkeypatch.setattr(runner, "run_sweep", no_sweep)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "grid.json").write_text('{"model": ["nau"], "input_size": [10]}')
+    results_file(tmp_path / "r.csv")
+    before = {path: path.read_bytes() for path in tmp_path.iterdir()}
+    if argv[0] == "sweep":
+        argv = [*argv, "--results", "s.csv"]
+    code, out, err = keras_nalu_cli(capsys, *argv)
+    assert code == 2 and out == "" and len(err) == 1, err
+    assert needle in err[0]
+    assert {path: path.read_bytes() for path in tmp_path.iterdir()} == before
+
+
+def test_a_flag_given_twice_with_one_value_is_that_value(capsys, no_training):
+    with pytest.raises(Trained):
+        cli.main(["train", *TINY, "--seed", "3", "--seed", "3"])

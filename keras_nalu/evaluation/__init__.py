@@ -13,6 +13,7 @@ from keras_nalu.evaluation.success import (
 )
 from keras_nalu.evaluation.thresholds import (
     EPSILON,
+    SIMULATION_CHUNK,
     is_single_module_task,
     nearly_perfect_kernel,
     simulate_threshold,
@@ -22,6 +23,7 @@ from keras_nalu.evaluation.thresholds import (
 
 __all__ = [
     "EPSILON",
+    "SIMULATION_CHUNK",
     "Evaluation",
     "EvaluationSummary",
     "SuccessCriterion",

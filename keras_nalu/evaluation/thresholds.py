@@ -11,12 +11,15 @@ the unit's own output instead (ε = 10⁻⁴).
 
 import hashlib
 import json
+import math
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
 
 from keras_nalu._files import atomic_write
+from keras_nalu._validation import is_real
 from keras_nalu.tasks.arithmetic import apply_operation
 
 EPSILON = 1e-5
@@ -24,7 +27,8 @@ SINGLE_MODULE_EPSILON = 1e-4
 SINGLE_MODULE_OPERATIONS = ("add", "sub", "mul", "div")
 SAMPLES = 1_000_000
 SIMULATION_SEED = 2_020
-_CHUNK = 100_000
+SIMULATION_CHUNK = 100_000
+"""Inputs the simulations draw at a time (float64 rows of `input_size`)."""
 
 
 def cache_dir() -> Path:
@@ -83,8 +87,8 @@ def simulate_threshold(
     exact = nearly_perfect_kernel(task, 0.0)
     near = nearly_perfect_kernel(task, epsilon)
     total, count = 0.0, 0
-    for chunk_index, start in enumerate(range(0, samples, _CHUNK)):
-        n = min(_CHUNK, samples - start)
+    for chunk_index, start in enumerate(range(0, samples, SIMULATION_CHUNK)):
+        n = min(SIMULATION_CHUNK, samples - start)
         x, _ = task.sample_numpy(n, "extrapolation", seed=(seed, chunk_index))
         x = np.asarray(x, dtype=np.float64)
         y_near = _evaluate(task.operation, x @ near)
@@ -125,21 +129,46 @@ def success_threshold(
 
 
 def _cached(task, epsilon, samples, seed, use_cache, rule) -> float:
-    """The threshold of `rule`, from the cache or simulated (and cached)."""
+    """The threshold of `rule`, from the cache or simulated (and cached).
+
+    An entry that holds no threshold (damaged, emptied, edited) is simulated
+    again and replaced; a cache folder that cannot be written is left out,
+    with a warning naming `KERAS_NALU_CACHE_DIR`: the run goes on.
+    """
     key = _cache_key(task, epsilon, samples, seed, rule)
     path = cache_dir() / "thresholds" / f"{key}.json"
-    if use_cache and path.exists():
-        try:
-            return float(json.loads(path.read_text())["threshold"])
-        except (ValueError, KeyError):
-            pass  # a corrupt cache entry is recomputed
+    if use_cache:
+        cached = _read_entry(path)
+        if cached is not None:
+            return cached
     simulate = _RULES[rule]
     threshold = simulate(task, epsilon, samples, seed)
     if use_cache:
         entry = {"threshold": threshold, "task": task.to_config()}
-        with atomic_write(path, encoding="utf-8") as handle:
-            handle.write(json.dumps(entry))
+        try:
+            with atomic_write(path, encoding="utf-8") as handle:
+                handle.write(json.dumps(entry))
+        except OSError as error:
+            warnings.warn(
+                f"cannot write the success-threshold cache in {path.parent} "
+                f"({error.strerror or type(error).__name__}), so each run "
+                "simulates its threshold again; set KERAS_NALU_CACHE_DIR to a "
+                "folder you can write to.",
+                RuntimeWarning,
+                stacklevel=4,
+            )
     return threshold
+
+
+def _read_entry(path: Path) -> float | None:
+    """The threshold a cache entry holds, or None if it holds none."""
+    try:
+        threshold = json.loads(path.read_text(encoding="utf-8"))["threshold"]
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return None  # missing, unreadable, not JSON, or not an entry
+    if not is_real(threshold) or not math.isfinite(threshold) or threshold < 0:
+        return None  # {"threshold": null}, a string, NaN, ...
+    return float(threshold)
 
 
 def is_single_module_task(task) -> bool:
@@ -191,8 +220,8 @@ def simulate_single_module_threshold(
     first, second = _single_inputs(task)
     others = [i for i in range(task.input_size) if i not in (first, second)]
     total, count = 0.0, 0
-    for chunk_index, start in enumerate(range(0, samples, _CHUNK)):
-        n = min(_CHUNK, samples - start)
+    for chunk_index, start in enumerate(range(0, samples, SIMULATION_CHUNK)):
+        n = min(SIMULATION_CHUNK, samples - start)
         x, _ = task.sample_numpy(n, "extrapolation", seed=(seed, chunk_index))
         x = np.asarray(x, dtype=np.float64)
         a, b = x[:, first], x[:, second]
@@ -249,6 +278,7 @@ _RULES = {
 
 __all__ = [
     "EPSILON",
+    "SIMULATION_CHUNK",
     "SINGLE_MODULE_EPSILON",
     "is_single_module_task",
     "nearly_perfect_kernel",

@@ -19,6 +19,7 @@ from keras_nalu._validation import (
 )
 from keras_nalu.callbacks import ProgressBar
 from keras_nalu.evaluation import (
+    SIMULATION_CHUNK,
     SuccessCriterion,
     is_single_module_task,
     single_module_threshold,
@@ -330,6 +331,58 @@ def total_steps(config: ExperimentConfig) -> int:
     return steps_per_epoch * epochs
 
 
+def run_memory(config: ExperimentConfig, replicas: int = 1) -> int:
+    """Bytes a run of `config` surely holds: a lower bound of its memory.
+
+    The larger of the success threshold's simulation (`SIMULATION_CHUNK`
+    float64 inputs at a time, where the threshold is not cached yet) and the
+    training: the fixed validation and test inputs (float32,
+    `validation_size` and `test_size` rows of `input_size`), and per replica
+    a training batch and the first layer's weights with their gradients and
+    two optimizer moments. Training needs more (targets, activations, the
+    framework); a run whose bound exceeds the machine's memory cannot run.
+
+    Example:
+
+    >>> run_memory(ExperimentConfig(input_size=100, batch_size=128)) / 2**20
+    76.29...
+    """
+    task = config.task()
+    width = task.input_size
+    fixed = (task.validation_size + task.test_size) * width
+    per_replica = config.batch_size * width + 4 * width * config.hidden_size
+    training = 4 * (fixed + replicas * per_replica)
+    return max(8 * SIMULATION_CHUNK * width, training)
+
+
+def check_run_memory(config: ExperimentConfig, replicas: int = 1) -> None:
+    """Refuses, in one line, a run that cannot fit in this machine's memory.
+
+    Compares `run_memory` with the physical memory (where the system says
+    it; elsewhere nothing is checked), so that an `input_size` or
+    `batch_size` typed with a few zeros too many fails now, not with an
+    out-of-memory error inside the framework after minutes.
+
+    Raises:
+        ValueError: the run needs more memory than the machine has.
+    """
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # no such query here
+        return
+    needed = run_memory(config, replicas)
+    if memory > 0 and needed > memory:
+        runs = "A run" if replicas == 1 else f"{replicas} runs trained together"
+        need, its = ("needs", "its") if replicas == 1 else ("need", "their")
+        raise ValueError(
+            f"{runs} of input_size={config.input_size} and "
+            f"batch_size={config.batch_size} {need} at least {needed / 2**30:,.3g} "
+            f"GiB for {its} data and weights, more than the {memory / 2**30:,.3g} "
+            "GiB of memory of this machine; pick a smaller input_size or "
+            "batch_size."
+        )
+
+
 def build_experiment_model(config: ExperimentConfig) -> tuple[keras.Model, list]:
     """The compiled model of `config`'s preset and the callbacks it trains with.
 
@@ -375,6 +428,7 @@ def run_experiment(
     ['best_step', 'config', 'diverged']
     """
     name = config.name if name is None else check_run_name(name)
+    check_run_memory(config)
     task = config.task()
     threshold = config.success_threshold(task)
     keras.utils.set_random_seed(config.seed)

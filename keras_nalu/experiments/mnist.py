@@ -535,26 +535,43 @@ def mse_bound(
     return bound
 
 
-def judge(record: dict, bound: Mapping[int, float]) -> dict:
-    """Adds `bound` and `success` (MSE under the bound) per test length."""
+def judge(record: dict, bound: Mapping[int, float] | None) -> dict:
+    """Adds `bound` and `success` (MSE under the bound) per test length.
+
+    A length without a bound (or `bound` None: no baseline runs) has no
+    verdict: its `success` is None, not False.
+
+    Example:
+
+    >>> record = {"test_lengths": [1, 10], "test_mse": [0.5, 9.0]}
+    >>> judge(record, {1: 1.0})["success"]
+    [True, None]
+    """
+    bound = {} if bound is None else bound
     lengths = record["test_lengths"]
     record["bound"] = [bound.get(int(length)) for length in lengths]
     record["success"] = [
-        limit is not None and math.isfinite(mse) and mse < limit
+        None if limit is None else bool(math.isfinite(mse) and mse < limit)
         for mse, limit in zip(record["test_mse"], record["bound"])
     ]
     return record
 
 
-def success_rates(records: Sequence[Mapping]) -> dict[str, dict[int, float]]:
-    """`{unit: {length: fraction of seeds that succeed}}` of judged records."""
-    counts: dict[str, dict[int, list[bool]]] = {}
+def success_rates(records: Sequence[Mapping]) -> dict[str, dict[int, float | None]]:
+    """`{unit: {length: fraction of seeds that succeed}}` of judged records.
+
+    A length some seed has no verdict for (no bound) has rate None.
+    """
+    counts: dict[str, dict[int, list]] = {}
     for record in records:
         unit = record["config"]["unit"]
         for length, ok in zip(record["test_lengths"], record["success"]):
-            counts.setdefault(unit, {}).setdefault(int(length), []).append(bool(ok))
+            counts.setdefault(unit, {}).setdefault(int(length), []).append(ok)
     return {
-        unit: {length: float(np.mean(oks)) for length, oks in lengths.items()}
+        unit: {
+            length: None if None in oks else float(np.mean(oks))
+            for length, oks in lengths.items()
+        }
         for unit, lengths in counts.items()
     }
 
@@ -575,7 +592,7 @@ def plot_success_rate(records: Sequence[Mapping], out_path) -> str:
     figure, axis = plt.subplots(figsize=(6, 3.5))
     for unit, rates in success_rates(records).items():
         seeds = sum(1 for r in records if r["config"]["unit"] == unit)
-        lengths = sorted(rates)
+        lengths = sorted(n for n in rates if rates[n] is not None)
         low, high = [], []
         for length in lengths:
             rate, lower, upper = success_rate_interval(

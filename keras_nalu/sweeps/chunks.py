@@ -13,11 +13,16 @@ import contextlib
 import dataclasses
 import hashlib
 import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import keras
+
 from keras_nalu._validation import check_positive_int
 from keras_nalu.experiments import ExperimentConfig, total_steps
+from keras_nalu.keras_utils import optimizer_step
+from keras_nalu.sweeps.engines.loop import TimeLimitReached, stop_requested
 from keras_nalu.sweeps.engines.setup import recipe, vectorizable
 from keras_nalu.sweeps.results import config_id, record_row
 
@@ -201,6 +206,33 @@ def backed_up_chunks(
     return found
 
 
+def remove_finished_backups(
+    results_path: str | os.PathLike, done: set[tuple[str, int]]
+) -> list[Path]:
+    """Deletes the chunk backups beside a results file whose runs all have rows.
+
+    A chunk that finished deletes its own backup; this removes the backups
+    such a chunk left where it trained without them (`backup_every=None`)
+    or was cut otherwise, so that none is reported as in training. Only
+    files named as a chunk's backup (`backed_up_chunks`) are removed.
+
+    Args:
+        results_path: the sweep's results file.
+        done: its `(config id, seed)` pairs that have rows.
+
+    Returns:
+        The files removed.
+    """
+    removed = []
+    for chunk, _ in backed_up_chunks(results_path):
+        pairs = {(config_id(c), s) for c, seeds in chunk.parts for s in seeds}
+        if pairs <= done:
+            path = chunk_backup(results_path, chunk)
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
+
 def train_chunk(
     chunk: Chunk | ExperimentConfig,
     seeds: Sequence[int] | None = None,
@@ -215,8 +247,8 @@ def train_chunk(
     backed up to `backup` (if given) every `backup_every` seconds and
     resumed from it; a preset that cannot be vectorized (see `vectorizable`)
     trains its seeds one after the other with `run_experiment`, which gives
-    the same rows with `replicas` = 1 (and is neither backed up nor stopped
-    at `deadline`).
+    the same rows with `replicas` = 1; it is not backed up, and stops
+    between two seeds at `deadline`.
 
     Args:
         chunk: a `Chunk`, or a config whose `seeds` follow.
@@ -226,6 +258,11 @@ def train_chunk(
 
     Raises:
         TimeLimitReached: the chunk stopped at `deadline` (after its backup).
+        KeyboardInterrupt: a Ctrl-C (`stop_at_interrupt`) stopped the chunk
+            at its next evaluation (after its backup).
+
+    A chunk trained seed by seed that stops gives the rows of the seeds it
+    finished as the exception's `rows`.
     """
     if isinstance(chunk, ExperimentConfig):
         chunk = Chunk(chunk, tuple(seeds))
@@ -241,8 +278,6 @@ def _retracing_warnings_silenced():
     retracing says nothing useful in a sweep, and a process that trains many
     chunks (a sweep, a Ray worker) would print it again and again.
     """
-    import keras
-
     if keras.backend.backend() != "tensorflow":
         yield
         return
@@ -281,23 +316,53 @@ def _train(chunk, progress, backup, backup_every, deadline) -> list[dict]:
             records = train_replicas(config, list(chunk.seeds), **options)
     except NotVectorizableError:  # this engine cannot: one seed at a time
         records = []
-        for part, part_seeds in chunk.parts:
-            records += _train_one_by_one(part, part_seeds, progress)
+        try:
+            for part, part_seeds in chunk.parts:
+                _train_one_by_one(part, part_seeds, progress, deadline, records)
+        except (KeyboardInterrupt, TimeLimitReached) as stop:
+            stop.rows = [record_row(record) for record in records]
+            raise
     return [record_row(record) for record in records]
 
 
-def _train_one_by_one(config, seeds, progress) -> list[dict]:
-    import keras
+def _train_one_by_one(config, seeds, progress, deadline, records) -> None:
+    """Trains `seeds` of `config` one after the other into `records`.
 
+    A Ctrl-C (`stop_at_interrupt`) stops the seed in training at its next
+    evaluation, and a `deadline` stops the chunk between two seeds: neither
+    is backed up, so the seed in training starts over on the next sweep,
+    and the finished ones are kept (`KeyboardInterrupt`, `TimeLimitReached`).
+    """
     from keras_nalu.experiments import run_experiment
     from keras_nalu.sweeps.engines import device_name
 
-    records = []
-    for seed in seeds:
+    for index, seed in enumerate(seeds):
+        trained = f"{index} of {len(seeds)} seeds trained"
+        if stop_requested():
+            raise KeyboardInterrupt(
+                f"{config.model}-{config.operation} stopped between two seeds, "
+                f"{trained}: run it again to continue"
+            )
+        if index and deadline is not None and time.monotonic() >= deadline:
+            raise TimeLimitReached(
+                f"{config.model}-{config.operation} stopped at its time limit "
+                f"between two seeds, {trained} (this preset trains one seed at "
+                "a time, without backups)"
+            )
         keras.backend.clear_session()
+        stop = _StopAtInterrupt()
         _, record = run_experiment(
-            dataclasses.replace(config, seed=seed), verbose=progress is True
+            dataclasses.replace(config, seed=seed),
+            verbose=progress is True,
+            callbacks=[stop],
         )
+        if stop.step is not None:
+            raise KeyboardInterrupt(
+                f"{config.model}-{config.operation} seed {seed} stopped at step "
+                f"{stop.step:,} of {total_steps(config):,}, {trained}; it starts "
+                "over on the next run (this preset trains one seed at a time, "
+                "without backups): run it again to continue"
+            )
         records.append(
             {
                 **record,
@@ -310,7 +375,23 @@ def _train_one_by_one(config, seeds, progress) -> list[dict]:
             # the callback counts steps of the whole chunk (all its replicas
             # at once), so one finished seed is 1/len(seeds) of a chunk step
             progress(total_steps(config) // len(seeds))
-    return records
+
+
+class _StopAtInterrupt(keras.callbacks.Callback):
+    """Ends a `run_experiment` at its next evaluation after a Ctrl-C.
+
+    The Ctrl-C of `stop_at_interrupt` stops every run at its next
+    evaluation; `step` is where this one stopped, None if it was not.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.step = None
+
+    def on_epoch_end(self, epoch, logs=None):
+        if stop_requested() and not self.model.stop_training:
+            self.model.stop_training = True
+            self.step = optimizer_step(self.model)
 
 
 __all__ = [
@@ -319,5 +400,6 @@ __all__ = [
     "backup_name",
     "chunk_backup",
     "plan_chunks",
+    "remove_finished_backups",
     "train_chunk",
 ]

@@ -106,12 +106,20 @@ def parse_grid(items: Iterable[str]) -> dict[tuple[str, ...], list[tuple]]:
     >>> parse_grid(["model=nmu,nau", "hidden_size=2"])
     {('model',): [('nmu',), ('nau',)], ('hidden_size',): [(2,)]}
     """
-    grid = {}
+    grid, given = {}, {}
     for item in items:
         if "=" not in item:
             raise ValueError(f"sweep grid: expected KEY=V1,V2,... Received: {item!r}")
         keys_text, values_text = item.split("=", 1)
         keys = tuple(key.strip() for key in keys_text.split(":"))
+        for key in keys:
+            if key in given:
+                raise ValueError(
+                    f"sweep grid: {key} is given twice ({given[key]!r} and "
+                    f"{item!r}); give all its values in one item, e.g. "
+                    f"{key}=V1,V2"
+                )
+            given[key] = item
         rows = []
         for value in _split_values(values_text):
             parts = value.split(":")

@@ -119,6 +119,13 @@ def _train_one_chunk(chunk, on_steps, backup_of, backup_every, deadline=None):
     return rows
 
 
+def _keep_finished_runs(stop: BaseException, on_rows) -> None:
+    """Writes the rows of the runs a stopped chunk finished (seed by seed)."""
+    rows = getattr(stop, "rows", None)
+    if rows:
+        on_rows(rows)
+
+
 def _fits(chunk, deadline, chunk_seconds) -> bool:
     """Whether `chunk` is predicted to finish by `deadline` (True if unknown)."""
     if deadline is None or chunk_seconds is None:
@@ -141,7 +148,12 @@ def _train_chunks(
                 f"the sweep stopped before a chunk that would not finish by its "
                 f"time limit, with {len(chunks) - index} chunks left"
             )
-        on_rows(_train_one_chunk(chunk, on_steps, backup_of, backup_every, deadline))
+        try:
+            rows = _train_one_chunk(chunk, on_steps, backup_of, backup_every, deadline)
+        except (KeyboardInterrupt, TimeLimitReached) as stop:
+            _keep_finished_runs(stop, on_rows)
+            raise
+        on_rows(rows)
         if index + 1 < len(chunks) and _out_of_time(deadline):
             raise TimeLimitReached(
                 f"the sweep stopped at its time limit with {len(chunks) - index - 1} "
@@ -218,6 +230,7 @@ def _train_on_devices(
         if outcome is finished:
             running -= 1
         elif isinstance(outcome, TimeLimitReached | KeyboardInterrupt):
+            _keep_finished_runs(outcome, on_rows)
             stopped = stopped or outcome  # the others stop at their next backup
         elif isinstance(outcome, BaseException):
             raise outcome

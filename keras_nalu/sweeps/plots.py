@@ -29,6 +29,9 @@ from keras_nalu.sweeps.summary import OUTCOME_COLUMNS, run_keys, summarize
 PLOT_SOFTWARE = "keras-nalu plot"
 """The PNG `Software` text of every plot `plot_results` writes."""
 
+DEFAULT_LABEL = "default"
+"""The tick and label of an empty cell: a field left at its default (None)."""
+
 _PANELS = (
     ("success_rate", "success_lower", "success_upper", "Success rate"),
     (
@@ -107,10 +110,20 @@ def results_figure(
     numeric = pd.api.types.is_numeric_dtype(
         results[x]
     ) and not pd.api.types.is_bool_dtype(results[x])
-    if not numeric:
+    categories = None
+    if numeric and results[x].isna().any():
+        # An empty cell is a field left at its default (epsilon, sparsity:
+        # None), which has no place on a number axis: every value becomes a
+        # category, "default" first, then the numbers in order.
+        numbers = sorted(results[x].dropna().unique())
+        categories = [DEFAULT_LABEL, *(f"{value:g}" for value in numbers)]
+        results = results.assign(**{x: results[x].map(_category)})
+        numeric = False
+    elif not numeric:
         results = results.assign(**{x: results[x].astype(str)})
     summary = summarize(results, by=(*lines, x))
-    categories = list(pd.unique(results[x]))
+    if categories is None:
+        categories = list(pd.unique(results[x]))
     if numeric:
         spacing = np.min(np.diff(np.sort(categories))) if len(categories) > 1 else 1.0
     else:
@@ -172,9 +185,17 @@ def results_figure(
     return figure
 
 
+def _category(value) -> str:
+    """A value of a numeric column with empty cells, as its tick label."""
+    return DEFAULT_LABEL if pd.isna(value) else f"{value:g}"
+
+
 def _label(values: dict, hue: str, named: bool = True) -> str:
     """`hue`'s value, then what else tells the line apart: "nmu (mul, jax)"."""
-    values = dict(values)
+    values = {
+        key: DEFAULT_LABEL if named and pd.isna(value) else value
+        for key, value in values.items()
+    }
     text = str(values.pop(hue))
     details = [
         str(value) if key in ("operation", "engine") or not named else f"{key}={value}"
@@ -234,7 +255,8 @@ def plot_results(
         results: one row per run (see `keras_nalu.sweeps.summary.load_results`).
         x: the swept column on the x-axis, e.g. `"hidden_size"` or
             `"interpolation_range"`.
-        out_path: where to write the PNG; parent directories are created.
+        out_path: where to write the PNG (a `.png` path); parent
+            directories are created.
         hue: the column with one line per value; default `"model"`.
         operation: keep only runs of this operation (e.g. `"mul"`).
 
@@ -254,6 +276,11 @@ def plot_results(
     >>> plot_results(runs, x="interpolation_range", out_path=path).name
     'figure3.png'
     """
+    if Path(out_path).suffix.lower() != ".png":
+        raise ValueError(
+            "plot_results writes PNG files: out_path must end in .png. "
+            f"Received: out_path={str(out_path)!r}"
+        )
     figure = results_figure(results, x=x, hue=hue, operation=operation)
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -281,8 +308,8 @@ def _select(
     if operation is not None:
         if "operation" not in results:
             raise ValueError(
-                "plot_results was given operation="
-                f"{operation!r}, but the results have no 'operation' column"
+                "The results have no 'operation' column to select "
+                f"operation={operation!r} from."
             )
         selected = results[results["operation"] == operation]
         if selected.empty:
@@ -292,5 +319,5 @@ def _select(
             )
         return selected
     if results.empty:
-        raise ValueError("plot_results received no runs")
+        raise ValueError("The results hold no runs to plot.")
     return results

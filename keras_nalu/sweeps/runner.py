@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -38,13 +39,14 @@ from pathlib import Path
 import pandas as pd
 
 from keras_nalu._validation import check_positive_int
-from keras_nalu.experiments import ExperimentConfig
+from keras_nalu.experiments import ExperimentConfig, check_run_memory
 from keras_nalu.export import check_output_folder
 from keras_nalu.sweeps.chunks import (
     Chunk,
     backed_up_chunks,
     chunk_backup,
     plan_chunks,
+    remove_finished_backups,
 )
 from keras_nalu.sweeps.cluster import (
     backed_up_chunks_in,
@@ -64,6 +66,8 @@ from keras_nalu.sweeps.results import (
     write_results,
 )
 
+logger = logging.getLogger(__name__)
+
 
 def _engine_batches() -> bool:
     """Whether the Keras backend's engine trains runs of different tasks together."""
@@ -81,6 +85,8 @@ class SweepOutcome:
     group_by: tuple[str, ...]
     #: False when the sweep stopped at its `time_limit` with runs left.
     complete: bool = True
+    #: The backups of this sweep's chunks left to continue (beside the file).
+    backups: tuple[Path, ...] = ()
 
 
 def run_sweep(
@@ -200,6 +206,13 @@ def run_sweep(
     deadline = None if time_limit is None else time.monotonic() + time_limit
     path = check_results_path(results_path)
     check_output_folder(path.parent, "results_path", results_path)
+    backups_here = path.with_name(path.name + ".backup")
+    if backup_every is not None and ray_address is None and backups_here.is_file():
+        raise ValueError(
+            f"results_path {str(results_path)!r}: {backups_here} is a file, where "
+            "the sweep keeps the backups of its chunks in training; move that file "
+            "aside, or train without backups."
+        )
     group_by = (
         _grid_group_keys(normalize_grid(grid))
         if isinstance(grid, Mapping)
@@ -220,6 +233,11 @@ def run_sweep(
             backup_dir=backup_dir,
         )
         skipped = len(planned_pairs & done)
+        for chunk in chunks:  # a chunk that cannot fit fails now, not later
+            widest = max((c for c, _ in chunk.parts), key=lambda c: c.input_size)
+            check_run_memory(widest, chunk.replicas)
+        if backup_every is None and ray_address is None:
+            _note_unused_backups(path, planned_pairs - done)
         state = {"table": table, "new": 0, "complete": True}
 
         def on_rows(rows):
@@ -228,6 +246,9 @@ def run_sweep(
             state["table"] = pd.concat(frames, ignore_index=True)
             write_results(state["table"], path)
             state["new"] += len(rows)
+            # A backup of runs that have rows now (a chunk trained again
+            # without backups, say) would only show a chunk "in training".
+            remove_finished_backups(path, _done_pairs(state["table"]))
             if on_chunk is not None:
                 on_chunk(rows)
 
@@ -285,8 +306,19 @@ def run_sweep(
     mine = table[
         table["config_id"].astype(str).isin(ids) & table["seed"].isin(seeds)
     ].reset_index(drop=True)
+    backups = tuple(
+        backup
+        for backup in (chunk_backup(path, chunk) for chunk in chunks)
+        if backup.is_file()
+    )
     return SweepOutcome(
-        path, mine, state["new"], skipped, group_by, complete=state["complete"]
+        path,
+        mine,
+        state["new"],
+        skipped,
+        group_by,
+        complete=state["complete"],
+        backups=backups,
     )
 
 
@@ -336,6 +368,21 @@ def _plan(
     return resumed + plan_chunks(
         configs, seeds, chunk_size, done | resumed_pairs, batch=_engine_batches()
     )
+
+
+def _note_unused_backups(path: Path, todo: set[tuple[str, int]]) -> None:
+    """Says which backups of this sweep's runs a sweep without backups leaves."""
+    unused = [
+        chunk
+        for chunk, _ in backed_up_chunks(path)
+        if {(config_id(c), s) for c, seeds in chunk.parts for s in seeds} & todo
+    ]
+    if unused:
+        logger.info(
+            f"{len(unused)} chunk backups in {path.name}.backup/ are not continued "
+            "(backups are off): their runs train from the start, and each backup "
+            "is removed once its runs have rows"
+        )
 
 
 def _sweep_configs(grid) -> list[ExperimentConfig]:
@@ -394,6 +441,8 @@ def summary_markdown(outcome: SweepOutcome) -> str:
     from keras_nalu.sweeps.summary import load_results, summarize
     from keras_nalu.sweeps.tables import to_markdown
 
+    if not outcome.path.exists():  # no chunk has finished yet
+        return "(no rows)\n"
     results = load_results(outcome.path)
     keep = results["config_id"].astype(str).isin(set(outcome.results["config_id"]))
     results = results[keep]

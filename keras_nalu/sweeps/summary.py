@@ -238,7 +238,7 @@ def pooled_columns(results: pd.DataFrame, by: Sequence[str]) -> dict[str, list]:
     >>> pooled_columns(runs, by=["operation", "model"])
     {'max_iterations': [200, 2000]}
     """
-    by = [by] if isinstance(by, str) else list(by)
+    by = [by] if isinstance(by, str) else list(dict.fromkeys(by))
     pooled = {}
     for column in run_keys(results, within=by):
         if column in by:
@@ -304,7 +304,7 @@ def summarize(
     """
     if by is None:
         by = run_keys(results)
-    by = [by] if isinstance(by, str) else list(by)
+    by = [by] if isinstance(by, str) else list(dict.fromkeys(by))
     needed = [*by, "success", "solved_at", "sparsity_error"]
     missing = [column for column in dict.fromkeys(needed) if column not in results]
     if missing:

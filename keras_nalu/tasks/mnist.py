@@ -366,8 +366,10 @@ def _cached_digits(source, data_dir, download, validation_size):
     return load_digits(source, data_dir, download, validation_size)
 
 
-def parse_lengths(text: str) -> tuple[int, ...]:
+def parse_lengths(text: str, owner: str = "parse_lengths") -> tuple[int, ...]:
     """ "1-20" → 1..20, "1,10,100,1000" → those; ranges and lists combine.
+
+    `owner` is who asks, for the messages (`"mnist --test-lengths"`).
 
     Example:
 
@@ -375,9 +377,7 @@ def parse_lengths(text: str) -> tuple[int, ...]:
     >>> parse_lengths("1-3,10")
     (1, 2, 3, 10)
     """
-    lengths = parse_ranges("parse_lengths", "lengths", text, example="1-20 or 1,10")
+    lengths = parse_ranges(owner, "lengths", text, example="1-20 or 1,10")
     if min(lengths) < 1:
-        raise ValueError(
-            f"parse_lengths expects lengths >= 1. Received: lengths={text!r}"
-        )
+        raise ValueError(f"{owner} expects lengths >= 1. Received: lengths={text!r}")
     return tuple(dict.fromkeys(lengths))

@@ -99,3 +99,34 @@ def test_a_read_only_folder_still_prints_the_table_and_names_out(tmp_path, capsy
         code, out, err = keras_nalu(capsys, "summarize", results, "--out", elsewhere)
         assert code == 0, err
         assert (elsewhere / "results.summary.md").is_file()
+
+
+def test_a_column_named_twice_in_by_is_one_column(tmp_path, capsys):
+    import warnings
+
+    results = tmp_path / "results.csv"
+    results.write_text(HEADER + "".join(row(seed) for seed in range(4)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # pandas' warning about the column twice
+        code, out, err = keras_nalu(
+            capsys, "summarize", results, "--by", "operation,operation"
+        )
+    assert code == 0, err
+    header, _, body = table_rows(out)
+    assert header[:2] == ["operation", "n"] and body[:2] == ["add", "4"]
+    assert list(pd.read_csv(tmp_path / "results.summary.csv").columns)[:2] == [
+        "operation",
+        "n",
+    ]
+
+
+def test_a_file_of_no_runs_says_so(tmp_path, capsys):
+    results = tmp_path / "header-only.csv"
+    results.write_text(HEADER)
+    code, out, err = keras_nalu(capsys, "summarize", results)
+    assert code == 0 and out == ""
+    assert err == [
+        f"keras-nalu summarize: {results} holds 0 runs (a header and no rows): "
+        "there is nothing to summarize, and no table is written"
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["header-only.csv"]

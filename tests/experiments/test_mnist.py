@@ -1,5 +1,6 @@
 """Sequential MNIST model: CNN + recurrent unit, R_z, exact baseline, bound."""
 
+import json
 import time
 
 import keras
@@ -241,3 +242,29 @@ def test_config_takes_the_papers_lengths():
         (1, 10, 100, 1000),
     )
     assert sum_config.unit == "nau" and keras.__version__
+
+
+def test_without_a_bound_there_is_no_verdict(tmp_path, capsys):
+    record = {
+        "config": {"unit": "nau"},
+        "test_lengths": [1, 10],
+        "test_mse": [0.5, 1e3],
+        "test_mae": [0.2, 30.0],
+    }
+    for bound in (None, {}):
+        assert judge(dict(record), bound)["success"] == [None, None]
+    assert success_rates([judge(dict(record), None)]) == {"nau": {1: None, 10: None}}
+    # On the command line, --baseline-seeds 0 ("no bound"): null, not false.
+    out = tmp_path / "runs"
+    argv = ["mnist", "--operation", "sum", "--units", "nau", "--iterations", "2"]
+    argv += ["--eval-every", "1", "--batch-size", "2", "--eval-batch-size", "2"]
+    argv += ["--train-length", "2", "--test-lengths", "1,3", "--quiet"]
+    argv += ["--validation-sequences", "2", "--test-sequences", "2"]
+    argv += ["--baseline-seeds", "0", "--seeds", "0,1", "--output-dir", str(out)]
+    with tfds.testing.mock_data(num_examples=20):
+        code = cli.main([*argv, "--data-dir", str(tmp_path / "tfds")])
+    assert code == 0, capsys.readouterr().err
+    summary = json.loads((out / "mnist-sum.json").read_text())
+    assert summary["bound"] is None and summary["success_rate"] is None
+    assert [run["success"] for run in summary["runs"]] == [[None, None]] * 2
+    assert not (out / "mnist-sum.png").exists()  # no rates to plot

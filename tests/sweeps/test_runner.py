@@ -194,6 +194,69 @@ def test_ctrl_c_backs_up_the_chunk_at_its_step_and_exits_130(tmp_path):
     assert backup == chunk_backup(results, plan_chunks([config], [0, 1], 100)[0])
 
 
+# Runs `keras-nalu sweep` (argv after the script) in a fresh process that
+# sends itself SIGINT right after the second evaluation at step 200, that is,
+# of the second seed of a preset trained one seed at a time.
+_CTRL_C_AT_SECOND_200 = """
+import os, signal, sys
+from keras_nalu import cli
+from keras_nalu.evaluation import SuccessCriterion
+
+evaluate = SuccessCriterion.evaluate
+seen = []
+
+def evaluate_then_ctrl_c(judge, step):
+    evaluation = evaluate(judge, step)
+    if step == 200:
+        seen.append(step)
+        if len(seen) == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+    return evaluation
+
+SuccessCriterion.evaluate = evaluate_then_ctrl_c
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("backend", ["tensorflow", "jax"])
+def test_ctrl_c_stops_a_seed_by_seed_sweep_keeping_its_finished_seeds(
+    tmp_path, backend
+):
+    grid = ["model=inalu", "input_size=10", "iterations=400", "eval_every=100"]
+    results = tmp_path / "results.csv"
+    argv = ["sweep", "--quiet"]
+    for item in grid:
+        argv += ["--grid", item]
+    argv += ["--seeds", "0-1", "--results", str(results)]
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "KERAS_BACKEND": backend}
+    completed = subprocess.run(
+        [sys.executable, "-c", _CTRL_C_AT_SECOND_200, *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert completed.returncode == 130, completed.stderr[-3000:]
+    lines = [line for line in completed.stderr.splitlines() if line.strip()]
+    assert lines[-1] == (
+        "keras-nalu sweep: interrupted: inalu-add seed 1 stopped at step 200 of "
+        "400, 1 of 2 seeds trained; it starts over on the next run (this preset "
+        "trains one seed at a time, without backups): run it again to continue"
+    )
+    assert list(read_results(results)["seed"]) == [0]  # the finished seed kept
+    assert not (tmp_path / "results.csv.backup").exists()
+    rerun = subprocess.run(
+        [sys.executable, "-m", "keras_nalu", *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert "(2 rows of this sweep: 1 new, 1 already there)" in rerun.stderr
+    assert sorted(read_results(results)["seed"]) == [0, 1]
+
+
 def test_a_sweep_leaves_no_lock_file_nor_the_folders_it_made(tmp_path, monkeypatch):
     grid = {"model": ["nau"], "input_size": [10], "iterations": [100]}
     results = tmp_path / "made" / "for it" / "results.csv"
@@ -412,3 +475,22 @@ def test_a_sweep_chunk_keeps_no_evaluation_history(monkeypatch):
     rows = train_chunk(config, [0, 1])
     assert histories == [None, None]
     assert [(row["seed"], row["evaluations"]) for row in rows] == [(0, 3), (1, 3)]
+
+
+def test_a_finished_chunk_leaves_no_backup_even_without_backups(tmp_path, capsys):
+    grid = {"model": ["nau"], "input_size": [10], "iterations": [300]}
+    grid["eval_every"] = [100]
+    path = tmp_path / "results.csv"
+    assert not run_sweep(grid, "0-1", path, progress=False, time_limit=0).complete
+    (backup,) = (tmp_path / "results.csv.backup").glob("*.npz")
+    argv = ["sweep", "--quiet", "--seeds", "0-1", "--results", str(path)]
+    for key, (value,) in grid.items():
+        argv += ["--grid", f"{key}={value}"]
+    assert cli.main([*argv, "--no-backup"]) == 0
+    assert not backup.exists()
+    assert not (tmp_path / "results.csv.backup").exists()
+    err = capsys.readouterr().err
+    assert "1 chunk backups in results.csv.backup/ are not continued" in err
+    assert sorted(read_results(path)["seed"]) == [0, 1]
+    assert cli.main(["progress", str(path)]) == 2
+    assert "no chunk of" in capsys.readouterr().err  # none "in training"

@@ -59,16 +59,33 @@ def _state_text(stored: np.ndarray) -> str:
 
 def _load_backup(path: Path, count: int = 0) -> tuple[dict, list]:
     """The state and the first `count` arrays of a backup, or one ValueError."""
+    unreadable = f"{path} is not a readable sweep backup"
     try:
-        with np.load(path, allow_pickle=False) as data:
+        data = np.load(path, allow_pickle=False)
+    except Exception:  # noqa: BLE001 - any damage: zip, .npy header, pickles
+        raise ValueError(
+            f"{unreadable}: it is not a NumPy .npz archive (damaged, or a file of "
+            "another kind)."
+        ) from None
+    if not isinstance(data, np.lib.npyio.NpzFile):  # a .npy file: one array
+        raise ValueError(f"{unreadable}: it is a single NumPy array, not a .npz.")
+    with data:
+        if "state" not in data.files:
+            raise ValueError(
+                f"{unreadable}: it holds no sweep state, only the arrays "
+                f"{', '.join(data.files[:4]) or '(none)'}."
+            )
+        missing = [f"variable_{i}" for i in range(count)]
+        missing = [name for name in missing if name not in data.files]
+        if missing:
+            raise ValueError(f"{unreadable}: its {missing[0]} is missing.")
+        try:
             state = json.loads(_state_text(data["state"]))
             arrays = [data[f"variable_{i}"] for i in range(count)]
-    except Exception as error:  # any damage: zip, .npy header, JSON, keys
-        raise ValueError(
-            f"{path} is not a readable sweep backup ({type(error).__name__})."
-        ) from None
+        except Exception:  # noqa: BLE001 - a damaged member: zip, header, JSON
+            raise ValueError(f"{unreadable}: its contents are damaged.") from None
     if not isinstance(state, dict):
-        raise ValueError(f"{path} is not a readable sweep backup (no state).")
+        raise ValueError(f"{unreadable}: its state is not a sweep's.")
     return state, arrays
 
 
@@ -282,10 +299,10 @@ def _backup_runs(path: Path) -> tuple[dict, list[ExperimentConfig]]:
                 ExperimentConfig(**state["config"], seed=int(seed))
                 for seed in state["seeds"]
             ]
-    except Exception as error:  # a damaged config: any field, any type
+    except Exception:  # noqa: BLE001 - a damaged config: any field, any type
         raise ValueError(
-            f"{path} is not a readable sweep backup ({type(error).__name__} in "
-            "its configuration)."
+            f"{path} is not a readable sweep backup: the configuration it holds "
+            "is damaged."
         ) from None
     return state, configs
 

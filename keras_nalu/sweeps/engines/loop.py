@@ -23,11 +23,24 @@ class TimeLimitReached(RuntimeError):
 
     Training the same configuration and seeds again with the same backup
     file continues from where it stopped (`train_replicas`, `run_sweep`).
+    A chunk of a sweep whose seeds train one at a time stops between two
+    seeds instead, without a backup; its `rows` attribute then holds the
+    rows of the seeds it finished.
     """
 
 
 # Set by the first Ctrl-C inside `stop_at_interrupt`; read by every run's loop.
 _stop_requested = threading.Event()
+
+
+def stop_requested() -> bool:
+    """Whether a Ctrl-C inside `stop_at_interrupt` asked the runs to stop.
+
+    `ReplicaRun.train` stops at its next evaluation; a run that trains one
+    seed at a time (`keras_nalu.sweeps.chunks`) asks this between its
+    evaluations.
+    """
+    return _stop_requested.is_set()
 
 
 def _request_stop(signum, frame) -> None:
