@@ -599,7 +599,12 @@ def _sweep(args) -> int:
 
 @contextlib.contextmanager
 def _sweep_messages():
-    """The sweep's notes (a chunk continued, no backup folder) as one line each."""
+    """The sweep's notes (a chunk continued, no backup folder) as one line each.
+
+    What else is printed while the sweep runs (Ray prints the cluster's
+    errors, "(raylet) A worker died ...", to stdout) goes to stderr too:
+    stdout holds the summary table alone.
+    """
     import logging
 
     class OneLine(logging.Formatter):
@@ -615,7 +620,8 @@ def _sweep_messages():
     sweeps.setLevel(logging.INFO)
     sweeps.propagate = False
     try:
-        yield
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
     finally:
         sweeps.removeHandler(handler)
         sweeps.setLevel(level)
@@ -1110,8 +1116,9 @@ _COMMANDS = {
         "paper-style summary. Grid: --grid KEY=V1,V2 per ExperimentConfig "
         "field (a single value fixes it), --grid K1:K2=A1:B1,A2:B2 for fields "
         "that change together, or --grid-file with the same as JSON. Ctrl-C "
-        "backs up the chunk in training at its next evaluation and exits with "
-        "status 130; a second Ctrl-C stops at once.",
+        "backs up the chunks in training at their next evaluation (on Ray: to "
+        "--backup-dir; without it they stop at once) and exits with status 130; "
+        "a second Ctrl-C stops at once.",
     ),
     "progress": (
         _progress,

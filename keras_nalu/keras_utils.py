@@ -1,10 +1,44 @@
-"""Reading a Keras model: every layer in it, and the steps its optimizer took.
+"""Keras helpers: seeding a run, every layer of a model, its optimizer's steps.
 
-Two small functions that the callbacks, the evaluation, the experiments and
-the replica engines all read a model with, kept below all of them.
+Small functions that the callbacks, the evaluation, the experiments and the
+replica engines all share, kept below all of them.
 """
 
+import sys
+
 import keras
+
+
+def set_random_seed(seed: int) -> None:
+    """`keras.utils.set_random_seed`, without loading TensorFlow to seed it.
+
+    Keras seeds Python, NumPy, its own `SeedGenerator` and, wherever
+    TensorFlow is installed, TensorFlow, which it imports for that. On
+    another backend, where nothing here uses TensorFlow, importing it costs
+    seconds and prints its C++ start-up lines; TensorFlow is seeded only
+    where Keras runs on it or it is already imported.
+
+    Example:
+
+    >>> import numpy as np
+    >>> set_random_seed(7); first = np.random.rand()
+    >>> set_random_seed(7); bool(np.random.rand() == first)
+    True
+    """
+    if keras.backend.backend() == "tensorflow" or "tensorflow" in sys.modules:
+        keras.utils.set_random_seed(seed)
+        return
+    from keras.src.utils import rng_utils
+
+    tensorflow = getattr(rng_utils, "tf", None)
+    if getattr(tensorflow, "_available", True) is not None:
+        keras.utils.set_random_seed(seed)  # Keras decided already, or another layout
+        return
+    tensorflow._available = False  # seen as not installed, for this call only
+    try:
+        keras.utils.set_random_seed(seed)
+    finally:
+        tensorflow._available = None
 
 
 def iter_layers(model):

@@ -25,7 +25,7 @@ from keras_nalu.evaluation import (
     single_module_threshold,
     success_threshold,
 )
-from keras_nalu.keras_utils import optimizer_step
+from keras_nalu.keras_utils import optimizer_step, set_random_seed
 from keras_nalu.presets import build_model, get_preset
 from keras_nalu.tasks import ArithmeticTask, Range, simple_function_task
 
@@ -387,7 +387,8 @@ def build_experiment_model(config: ExperimentConfig) -> tuple[keras.Model, list]
     """The compiled model of `config`'s preset and the callbacks it trains with.
 
     The weights are drawn from Keras' global generator: seed it first
-    (`keras.utils.set_random_seed(config.seed)`), as `run_experiment` does.
+    (`keras_nalu.keras_utils.set_random_seed(config.seed)`), as `run_experiment`
+    does.
     """
     return build_model(
         config.model,
@@ -431,7 +432,7 @@ def run_experiment(
     check_run_memory(config)
     task = config.task()
     threshold = config.success_threshold(task)
-    keras.utils.set_random_seed(config.seed)
+    set_random_seed(config.seed)
     model, unit_callbacks = build_experiment_model(config)
     judge = SuccessCriterion(
         task.validation_data(),

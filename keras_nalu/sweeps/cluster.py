@@ -11,8 +11,11 @@ every `backup_every` seconds, and whichever worker picks the chunk up again
 The address is checked before Ray is asked to join it, and the cluster is
 watched while the sweep runs (`ray_connection.py`): an unreachable cluster, a refused
 token, a lost cluster or a chunk that failed after Ray's retries all end the
-sweep with one `ClusterError` that says what happened, how many rows are kept
-and how to resume. The guide is docs/cluster.md.
+sweep with one `ClusterError` that says what happened, how many rows are kept,
+how many chunks are left and where each continues from, and how to resume.
+GPUs that no node of the cluster has are refused before any chunk starts.
+Ctrl-C asks the chunks in training to back up and stop (Ray's cancellation).
+The guide is docs/cluster.md.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import math
 import os
 import socket
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -34,6 +38,7 @@ from keras_nalu.sweeps.chunks import (
     backup_name,
     train_chunk,
 )
+from keras_nalu.sweeps.engines import stop_at_interrupt, stop_requested
 from keras_nalu.sweeps.ray_connection import (
     LOST_AFTER,
     ClusterError,
@@ -146,6 +151,12 @@ def run_on_ray(
 ) -> None:
     """Trains `chunks` as Ray tasks; `on_rows` gets each finished chunk's rows.
 
+    Ctrl-C (in the main thread) asks every chunk in training to back up at
+    its next evaluation and stop (Ray's cancellation, which comes to the
+    task as SIGINT); the rows of chunks that finish meanwhile are written,
+    then `KeyboardInterrupt` says what is kept and left. Without a backup
+    folder, or at a second Ctrl-C, the chunks are stopped at once.
+
     Args:
         chunks: the chunks, submitted in this order.
         on_rows, on_steps: the sweep's callbacks (rows to write, seed-steps
@@ -160,54 +171,89 @@ def run_on_ray(
         gpus_per_chunk: as for `ray_options`.
 
     Raises:
+        ValueError: no node of the cluster has the GPUs a chunk asks for;
+            no chunk was submitted.
         ClusterError: the cluster could not be reached or was lost, or a
             chunk failed after Ray's retries; the rows of the finished chunks
             are written.
+        KeyboardInterrupt: Ctrl-C; the rows of the finished chunks are
+            written.
     """
     import keras
 
     ray = import_ray()
     connection = RayConnection.open(ray, address)
-    if backup_every is None:  # asked for no backups
-        backup_dir = None
-    elif backup_dir is None:
-        logger.warning(
-            "on Ray without a backup folder (backup_dir, --backup-dir), the "
-            "chunks in training are not backed up: a lost worker or cluster "
-            "trains them again from the start"
-        )
     pending: dict = {}
+    cancelled: list[Chunk] = []
     written = 0
     lost = False
     try:
         options = ray_options(keras.backend.backend(), gpus_per_chunk)
+        nodes = _nodes(ray)
+        _check_gpus(options["num_gpus"], nodes, connection.address)
+        if connection.started and address != "local" and nodes is not None:
+            logger.info(
+                "joined the Ray cluster at %s: %s", connection.address, _size(nodes)
+            )
+        if backup_every is None:  # asked for no backups
+            backup_dir = None
+        elif backup_dir is None:
+            logger.warning(
+                "on Ray without a backup folder (backup_dir, --backup-dir), the "
+                "chunks in training are not backed up: a lost worker or cluster "
+                "trains them again from the start"
+            )
         task = ray.remote(**options)(_chunk_task)
         versions = _versions()
-        pending = {
-            task.remote(chunk, backup_dir, backup_every, versions): chunk
-            for chunk in chunks
-        }
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1, timeout=2.0)
-            if not ready:
-                if connection.lost():
-                    lost = True
-                    raise ClusterError(
-                        f"lost the Ray cluster at {connection.address} (nothing "
-                        f"has answered there for {LOST_AFTER:g} s)"
+        with stop_at_interrupt():
+            pending = {
+                task.remote(chunk, backup_dir, backup_every, versions): chunk
+                for chunk in chunks
+            }
+            asked_to_stop = None  # when the chunks were last asked to stop
+            while pending:
+                if stop_requested():
+                    if backup_dir is None:  # nothing to back up: stop now
+                        break
+                    if asked_to_stop is None or (
+                        time.monotonic() - asked_to_stop >= CANCEL_AGAIN
+                    ):
+                        _ask_to_stop(ray, pending)
+                        asked_to_stop = time.monotonic()
+                ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
+                if not ready:
+                    if connection.lost():
+                        lost = True
+                        raise ClusterError(
+                            f"lost the Ray cluster at {connection.address} "
+                            f"(nothing has answered there for {LOST_AFTER:g} s)"
+                        )
+                    continue
+                try:
+                    result = ray.get(ready[0])
+                except ray.exceptions.TaskCancelledError:
+                    if asked_to_stop is None:
+                        raise
+                    cancelled.append(pending.pop(ready[0]))
+                    continue
+                chunk = pending.pop(ready[0])
+                if result["resumed_from"]:
+                    logger.info(
+                        "chunk %s continued from its backup at step %d",
+                        backup_name(chunk),
+                        result["resumed_from"],
                     )
-                continue
-            chunk = pending.pop(ready[0])
-            result = ray.get(ready[0])
-            if result["resumed_from"]:
-                logger.info(
-                    "chunk %s continued from its backup at step %d",
-                    backup_name(chunk),
-                    result["resumed_from"],
-                )
-            on_rows(result["rows"])
-            written += len(result["rows"])
-            on_steps(chunk.steps)
+                on_rows(result["rows"])
+                written += len(result["rows"])
+                on_steps(chunk.steps)
+            if stop_requested():
+                raise KeyboardInterrupt
+    except KeyboardInterrupt:  # the first Ctrl-C, once the chunks stopped; a second
+        left = cancelled + list(pending.values())
+        raise KeyboardInterrupt(
+            _outcome(written, left, results_path, backup_dir)
+            + ": rerun the same sweep to continue."
+        ) from None
     except (ClusterError, ray.exceptions.RayError, ConnectionError) as error:
         lost = lost or isinstance(error, _lost_errors(ray))
         raise ClusterError(
@@ -215,10 +261,12 @@ def run_on_ray(
                 ray,
                 error,
                 connection.address,
-                written,
-                len(pending),
-                results_path,
-                backup_dir,
+                _outcome(
+                    written,
+                    cancelled + list(pending.values()),
+                    results_path,
+                    backup_dir,
+                ),
             )
         ) from None
     finally:
@@ -228,6 +276,75 @@ def run_on_ray(
                     ray.cancel(reference, force=True)
         if connection.started:
             ray.shutdown()
+
+
+CANCEL_AGAIN = 5.0
+"""Seconds after which the chunks asked to stop at Ctrl-C are asked again.
+
+Ray's cancellation of a task that is just starting on a worker can be lost;
+asking again reaches it. A chunk asked twice still backs up first
+(`stop_at_interrupt(second_stops_now=False)` in the task).
+"""
+
+
+def _ask_to_stop(ray, pending: dict) -> None:
+    """Ray's cancellation for every chunk: SIGINT to a running one."""
+    for reference in pending:
+        with contextlib.suppress(Exception):
+            ray.cancel(reference, force=False)
+
+
+def _nodes(ray) -> list[dict] | None:
+    """The cluster's nodes alive now (`ray.nodes()`), or None if Ray cannot tell."""
+    try:
+        return [node for node in ray.nodes() if node.get("Alive")]
+    except Exception:  # noqa: BLE001 - a Ray without it
+        return None
+
+
+def _size(nodes: list[dict]) -> str:
+    """`1 node, 2 CPUs, 1 GPU`: what the cluster has."""
+    total = {"CPU": 0.0, "GPU": 0.0}
+    for node in nodes:
+        for name in total:
+            total[name] += node.get("Resources", {}).get(name, 0.0)
+    counts = (len(nodes), "node"), (total["CPU"], "CPU"), (total["GPU"], "GPU")
+    return ", ".join(_count(number, name) for number, name in counts)
+
+
+def _count(number: float, name: str) -> str:
+    return f"{number:g} {name}" + ("" if number == 1 else "s")
+
+
+def _check_gpus(gpus: float, nodes: list[dict] | None, address: str) -> None:
+    """Refuses, before any chunk starts, GPUs that no node of the cluster has.
+
+    Ray would queue the chunks until a node with those GPUs joins, without
+    a word. A cluster whose autoscaler adds GPU nodes, where Ray tells its
+    largest size, is let through.
+    """
+    if not gpus or nodes is None:
+        return
+    most = max((node.get("Resources", {}).get("GPU", 0.0) for node in nodes), default=0)
+    if most >= gpus or _autoscaler_gpus() >= gpus:
+        return
+    has = f"the most a node has: {most:g}" if most else "its nodes have no GPU"
+    raise ValueError(
+        f"each chunk asks for {_count(gpus, 'GPU')} (gpus_per_chunk, "
+        f"--gpus-per-chunk), but no node of the Ray cluster at {address} has "
+        f"that many ({has}); pass 0 to train on CPUs, or add nodes with GPUs"
+    )
+
+
+def _autoscaler_gpus() -> float:
+    """The GPUs of the cluster's largest size, where its autoscaler tells it."""
+    try:
+        from ray._private.state import state
+
+        most = state.get_max_resources_from_cluster_config() or {}
+    except Exception:  # noqa: BLE001 - Ray Client, or no autoscaler config
+        return 0.0
+    return float(most.get("GPU", 0.0))
 
 
 def backed_up_chunks_in(results_path: Path, backup_dir: str) -> list[tuple[Chunk, str]]:
@@ -254,16 +371,8 @@ def _lost_errors(ray) -> tuple[type, ...]:
     ) + (ConnectionError,)
 
 
-def _failure_message(
-    ray,
-    error: BaseException,
-    address: str,
-    written: int,
-    left: int,
-    results_path,
-    backup_dir,
-) -> str:
-    """One line: what failed, what is kept, and how to resume."""
+def _failure_message(ray, error: BaseException, address: str, outcome: str) -> str:
+    """One line: what failed, the `outcome` (what is kept), and how to resume."""
     if isinstance(error, ClusterError):
         failure = str(error)
         resume = "start it again (`ray status` shows it) and rerun the same sweep"
@@ -273,7 +382,7 @@ def _failure_message(
         if isinstance(cause, ImportError):
             failure += "; every node needs keras_nalu, Keras and the backend"
         resume = "mend that and rerun the same sweep"
-    elif type(error).__name__ in ("WorkerCrashedError", "OutOfMemoryError"):
+    elif _worker_died(error):
         failure = (
             f"a chunk's worker died and Ray's retries ran out ({first_line(error)})"
         )
@@ -281,14 +390,43 @@ def _failure_message(
     else:
         failure = f"lost the Ray cluster at {address} ({first_line(error)})"
         resume = "start it again (`ray status` shows it) and rerun the same sweep"
-    kept = f"{written} rows of this sweep are kept in {results_path}"
-    if not left:
-        return f"{failure}; {kept}."
-    if backup_dir is not None:
-        where = f"each continues from its last backup in {backup_dir}"
+    return f"{failure}; {outcome}: {resume}."
+
+
+def _worker_died(error: BaseException) -> bool:
+    return type(error).__name__ in ("WorkerCrashedError", "OutOfMemoryError")
+
+
+def _outcome(written: int, left: list[Chunk], results_path, backup_dir) -> str:
+    """The rows kept, the chunks left, and where those continue from: true clauses.
+
+    A chunk left continues from its backup if the backup folder holds one
+    (read here, as the rerun will read it), else from its start.
+    """
+    if written:
+        outcome = f"{written} rows of this sweep are kept in {results_path}"
     else:
-        where = "from their start: no backup folder"
-    return f"{failure}; {kept}, {left} chunks are left ({where}): {resume}."
+        outcome = "no chunk of this sweep had finished (no rows written)"
+    if not left:
+        return outcome
+    one = len(left) == 1
+    outcome += ", 1 chunk is left" if one else f", {len(left)} chunks are left"
+    if backup_dir is None:
+        return outcome + " (from the start: no backup folder)"
+    try:
+        names = set(BackupFolder(backup_dir).names())
+    except Exception:  # noqa: BLE001 - a folder out of reach now
+        return outcome + f" (from the last backup in {backup_dir}, if any)"
+    backed_up = sum(backup_name(chunk) in names for chunk in left)
+    if not backed_up:
+        return outcome + f" (from the start: no backup in {backup_dir} yet)"
+    if backed_up == len(left):
+        who = "it continues" if one else "each continues"
+        return outcome + f" ({who} from its last backup in {backup_dir})"
+    who = "1 continues from its" if backed_up == 1 else f"{backed_up} from their"
+    return outcome + (
+        f" ({who} last backup in {backup_dir}, {len(left) - backed_up} from the start)"
+    )
 
 
 # --- the task -----------------------------------------------------------------
@@ -300,12 +438,20 @@ def _chunk_task(
     backup_every: float | None,
     driver_versions: dict[str, str],
 ) -> dict:
-    """One chunk in a Ray worker: its rows, and the step its backup stood at."""
+    """One chunk in a Ray worker: its rows, and the step its backup stood at.
+
+    Ray's cancellation of the task (the driver's Ctrl-C) comes as SIGINT,
+    maybe more than once: the chunk backs up at its next evaluation, then
+    stops.
+    """
     _check_versions(driver_versions)
     if backup_dir is None:
         return {"rows": train_chunk(chunk, progress=False), "resumed_from": 0}
     folder = BackupFolder(backup_dir)
-    with folder.local_copy(backup_name(chunk)) as (path, sync):
+    with (
+        stop_at_interrupt(second_stops_now=False),
+        folder.local_copy(backup_name(chunk)) as (path, sync),
+    ):
         resumed_from = _backup_step(path)
         rows = train_chunk(chunk, progress=sync, backup=path, backup_every=backup_every)
     return {"rows": rows, "resumed_from": resumed_from}

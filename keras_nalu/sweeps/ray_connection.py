@@ -1,14 +1,15 @@
 """The link to a Ray cluster: the address checked, joined, and watched.
 
 `RayConnection.open` checks an address before Ray is asked to join it (a
-host that does not answer, a port where no Ray listens, a refused token each
-fail at once, in one line), and `RayConnection.lost` tells the driver when
-the cluster stopped answering while a sweep runs on it. Every failure is a
-`ClusterError`.
+host that does not answer, a port where no Ray listens or another server
+answers, a refused token each fail at once, in one line), and
+`RayConnection.lost` tells the driver when the cluster stopped answering
+while a sweep runs on it. Every failure is a `ClusterError`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import time
@@ -61,6 +62,7 @@ class RayConnection:
             return cls("this machine's Ray runtime", started=True)
         endpoint = _endpoint(address)
         _probe(address, endpoint)
+        _check_server(address, endpoint)
         if not address.startswith("ray://") and address != "auto":
             _check_token(address, endpoint)
         try:
@@ -104,13 +106,39 @@ def _init(ray, address: str) -> None:
     """
     for attempt in range(1, CLIENT_ATTEMPTS + 1):
         try:
-            ray.init(address=address, log_to_driver=False)
+            with _quiet_ray():
+                ray.init(address=address, log_to_driver=False)
             return
         except ConnectionAbortedError:
             if not address.startswith("ray://") or attempt == CLIENT_ATTEMPTS:
                 raise
             ray.shutdown()
             time.sleep(2.0 * attempt)
+
+
+@contextlib.contextmanager
+def _quiet_ray():
+    """`ray.init` that joins a cluster, without lines a sweep need not show.
+
+    This driver's C++ core logs only fatal errors (it reads
+    RAY_BACKEND_LOG_LEVEL once, as `ray.init` starts it), so a lost cluster
+    is reported in one line, not after Ray's "Failed to push error to
+    driver" for every chunk in training; a level the user set is kept.
+    Ray's own notes while it joins (the log level it read, "Connecting to
+    existing Ray cluster", Ray Client's arguments) are dropped: the sweep
+    says which cluster it joined, and a failure is raised.
+    """
+    from keras_nalu._startup import silenced_stderr
+
+    ours = "RAY_BACKEND_LOG_LEVEL" not in os.environ
+    if ours:
+        os.environ["RAY_BACKEND_LOG_LEVEL"] = "fatal"
+    try:
+        with silenced_stderr():
+            yield
+    finally:
+        if ours:
+            os.environ.pop("RAY_BACKEND_LOG_LEVEL", None)
 
 
 def _endpoint(address: str) -> tuple[str, int]:
@@ -166,6 +194,85 @@ def _probe(address: str, endpoint) -> None:
         ) from None
 
 
+def _check_server(address: str, endpoint) -> None:
+    """Asks the server at `endpoint` once what it is, so a wrong port fails at once.
+
+    One Ray Client ping, a gRPC call with a deadline, tells apart within
+    milliseconds a Ray Client server (it answers, or refuses this driver's
+    token), another gRPC server such as the GCS (it does not know the call)
+    and a server that speaks no gRPC (the dashboard, a web server). Joining
+    a wrong one, Ray would retry for 30 to 45 s and then report a timeout
+    that says neither what answered nor what to do.
+    """
+    if endpoint is None:
+        return
+    try:
+        import grpc
+        from ray._private.grpc_utils import init_grpc_channel
+        from ray.core.generated import ray_client_pb2, ray_client_pb2_grpc
+    except ImportError:  # another Ray layout: ray.init will say what it can
+        return
+    client = address.startswith("ray://")
+    channel = init_grpc_channel("{}:{}".format(*endpoint), asynchronous=False)
+    try:
+        ray_client_pb2_grpc.RayletDriverStub(channel).ClusterInfo(
+            ray_client_pb2.ClusterInfoRequest(type=ray_client_pb2.ClusterInfoType.PING),
+            timeout=CONNECT_TIMEOUT,
+        )
+        answer = grpc.StatusCode.OK
+    except grpc.RpcError as error:
+        answer, details = error.code(), error.details() or ""
+    finally:
+        channel.close()
+    if client and answer == grpc.StatusCode.OK:
+        return
+    if client and answer == grpc.StatusCode.UNAUTHENTICATED:
+        raise ClusterError(_refused_token(address))
+    if answer in (grpc.StatusCode.OK, grpc.StatusCode.UNAUTHENTICATED):
+        raise ClusterError(
+            f"{address} is a Ray Client port, which the driver joins as "
+            f"ray://{address}; or pass the head node's GCS port (6379 unless "
+            "`ray start --port` said otherwise)"
+        )
+    if answer == grpc.StatusCode.UNIMPLEMENTED:
+        if not client:  # a gRPC server: the GCS, whose answer comes next
+            return
+        reason = "a gRPC server that is not Ray Client, such as the GCS, answers"
+    elif "http1" in details.lower() or "parsing http/2" in details.lower():
+        reason = "a web server answers, such as Ray's dashboard"  # HTTP, not gRPC
+    else:
+        text = details.strip().splitlines()[0] if details.strip() else ""
+        reason = f"{answer.name}: {text}" if text else answer.name
+    port = (
+        "the head node's Ray Client port, 10001 unless `ray start "
+        "--ray-client-server-port` said otherwise"
+        if client
+        else "the head node's GCS port, 6379 unless `ray start --port` said otherwise"
+    )
+    raise ClusterError(
+        f"nothing at {address} answers as a Ray cluster ({reason}); check the "
+        f"address ({port}) with `ray status` there"
+    )
+
+
+def _refused_token(address: str) -> str:
+    """What a cluster of token authentication that refused this driver means."""
+    if _token_mode() == "token":
+        fix = (
+            "this driver's token is not the cluster's: set RAY_AUTH_TOKEN or "
+            "copy ~/.ray/auth_token from the head node"
+        )
+    else:
+        fix = (
+            "export RAY_AUTH_MODE=token, with the cluster's token in "
+            "RAY_AUTH_TOKEN or ~/.ray/auth_token (as on the head node)"
+        )
+    return (
+        f"the Ray cluster at {address} uses token authentication and refused "
+        f"this driver; {fix}"
+    )
+
+
 def _check_token(address: str, endpoint) -> None:
     """Asks the cluster once, so that a refused token fails at once, in one line.
 
@@ -184,20 +291,7 @@ def _check_token(address: str, endpoint) -> None:
         with silenced_stderr():  # Ray logs the refusal in C++
             GcsClient(address="{}:{}".format(*endpoint))
     except AuthenticationError:
-        if _token_mode() == "token":
-            fix = (
-                "this driver's token is not the cluster's: set RAY_AUTH_TOKEN or "
-                "copy ~/.ray/auth_token from the head node"
-            )
-        else:
-            fix = (
-                "export RAY_AUTH_MODE=token, with the cluster's token in "
-                "RAY_AUTH_TOKEN or ~/.ray/auth_token (as on the head node)"
-            )
-        raise ClusterError(
-            f"the Ray cluster at {address} uses token authentication and refused "
-            f"this driver; {fix}"
-        ) from None
+        raise ClusterError(_refused_token(address)) from None
     except RpcError as error:
         raise ClusterError(
             f"nothing at {address} answers as a Ray cluster ({first_line(error)}); "

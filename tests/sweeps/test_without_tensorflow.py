@@ -1,4 +1,4 @@
-"""The JAX engine on a machine without TensorFlow: import, train, sweep."""
+"""The JAX engine without TensorFlow: not installed, or installed and not loaded."""
 
 import importlib.util
 import json
@@ -44,6 +44,29 @@ def test_train_replicas_and_sweep_need_no_tensorflow(tmp_path):
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out == {"engine": "jax", "n": 2, "code": 0, "tensorflow": True}
     assert len(results.read_text().splitlines()) == 3  # header and two rows
+
+
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="needs JAX")
+def test_a_jax_sweep_prints_nothing_of_tensorflow(tmp_path):
+    # TensorFlow installed, as beside JAX on most machines: a sweep on JAX
+    # neither loads it nor prints its C++ start-up lines (oneDNN, CUDA).
+    results = tmp_path / "r.csv"
+    env = {**os.environ, "KERAS_BACKEND": "jax"}
+    env.pop("TF_CPP_MIN_LOG_LEVEL", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "keras_nalu", "sweep", "--quiet", "--seeds=0"]
+        + ["--grid", "model=nau", "--grid", "input_size=10"]
+        + ["--grid", "iterations=100", "--grid", "eval_every=100"]
+        + [f"--results={results}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [
+        f"results: {results} (1 rows of this sweep: 1 new, 0 already there)"
+    ]
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,11 @@ from keras_nalu.sweeps.engines.backup import (
     read_backup,
 )
 from keras_nalu.sweeps.engines.device import device_name
-from keras_nalu.sweeps.engines.loop import TimeLimitReached, stop_at_interrupt
+from keras_nalu.sweeps.engines.loop import (
+    TimeLimitReached,
+    stop_at_interrupt,
+    stop_requested,
+)
 from keras_nalu.sweeps.engines.run import ReplicaRun
 from keras_nalu.sweeps.engines.setup import (
     RECIPE_FIELDS,
@@ -58,6 +62,7 @@ __all__ = [
     "recipe",
     "replica_run",
     "stop_at_interrupt",
+    "stop_requested",
     "train_batched",
     "train_replicas",
     "vectorizable",

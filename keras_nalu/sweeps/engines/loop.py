@@ -49,24 +49,35 @@ def _request_stop(signum, frame) -> None:
     _stop_requested.set()
 
 
+def _request_stop_once(signum, frame) -> None:
+    _stop_requested.set()
+
+
+def stop_requested() -> bool:
+    """Whether a Ctrl-C inside `stop_at_interrupt` asked the runs to stop."""
+    return _stop_requested.is_set()
+
+
 @contextlib.contextmanager
-def stop_at_interrupt():
+def stop_at_interrupt(second_stops_now: bool = True):
     """Within it, Ctrl-C stops every run at its next evaluation, after a backup.
 
     The first SIGINT asks each `ReplicaRun.train` (in any thread) to stop at
     its next evaluation: it writes its backup there, if it has one, and
     raises `KeyboardInterrupt`, so a killed sweep loses nothing of its chunk
-    in training. A second SIGINT raises `KeyboardInterrupt` at once. Outside
-    the main thread (Python delivers signals there only), or within another
-    `stop_at_interrupt`, the block runs as it is.
+    in training. A second SIGINT raises `KeyboardInterrupt` at once, unless
+    `second_stops_now` is False: a Ray worker, to which Ray's cancellation
+    comes as SIGINT, maybe more than once, and which Ray ends itself to stop
+    a task at once. Outside the main thread (Python delivers signals there
+    only), or within another `stop_at_interrupt`, the block runs as it is.
     """
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGINT) is _request_stop
+    if threading.current_thread() is not threading.main_thread() or (
+        signal.getsignal(signal.SIGINT) in (_request_stop, _request_stop_once)
     ):
         yield
         return
-    previous = signal.signal(signal.SIGINT, _request_stop)
+    handler = _request_stop if second_stops_now else _request_stop_once
+    previous = signal.signal(signal.SIGINT, handler)
     try:
         yield
     finally:

@@ -21,6 +21,7 @@ import numpy as np
 
 from keras_nalu.callbacks import RegularizationSchedule, find_scheduled_regularizers
 from keras_nalu.experiments import ExperimentConfig, build_experiment_model
+from keras_nalu.keras_utils import set_random_seed
 from keras_nalu.presets import get_preset
 from keras_nalu.sweeps.engines.optimizer import ReplicaOptimizer
 from keras_nalu.sweeps.engines.seeding import SeedPlan
@@ -118,7 +119,7 @@ def build_replica(config: ExperimentConfig):
     over several devices) take turns: each gets exactly its seed's weights.
     """
     with _BUILD_LOCK:
-        keras.utils.set_random_seed(config.seed)
+        set_random_seed(config.seed)
         return build_experiment_model(config)
 
 
