@@ -53,11 +53,6 @@ def _request_stop_once(signum, frame) -> None:
     _stop_requested.set()
 
 
-def stop_requested() -> bool:
-    """Whether a Ctrl-C inside `stop_at_interrupt` asked the runs to stop."""
-    return _stop_requested.is_set()
-
-
 @contextlib.contextmanager
 def stop_at_interrupt(second_stops_now: bool = True):
     """Within it, Ctrl-C stops every run at its next evaluation, after a backup.
