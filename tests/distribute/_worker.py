@@ -136,11 +136,9 @@ def train(model, callbacks, scheduled=True, fit_scope=None) -> dict:
     """
     import keras
 
-    from keras_nalu.callbacks import (
-        RegularizationSchedule,
-        find_scheduled_regularizers,
-    )
+    from keras_nalu.callbacks import RegularizationSchedule
     from keras_nalu.evaluation import SuccessCriterion
+    from keras_nalu.regularizers import find_scheduled_regularizers
 
     data = arrays()
     regularizers = find_scheduled_regularizers(model)

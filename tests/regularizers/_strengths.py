@@ -14,9 +14,9 @@ import math
 
 import numpy as np
 
-from keras_nalu.callbacks import RegularizationSchedule, find_scheduled_regularizers
+from keras_nalu.callbacks import RegularizationSchedule
 from keras_nalu.presets import PRESETS, build_model
-from keras_nalu.regularizers import Sparsity
+from keras_nalu.regularizers import Sparsity, find_scheduled_regularizers
 from keras_nalu.sweeps.engines.schedule import strength_table
 
 
@@ -81,7 +81,9 @@ def strengths() -> dict:
         if not found:
             continue
         for regularizer in found:
-            regularizers.setdefault(_key(regularizer), _regularizer_strengths(regularizer))
+            regularizers.setdefault(
+                _key(regularizer), _regularizer_strengths(regularizer)
+            )
         entry = {"regularizers": [_key(r) for r in found]}
         schedule = next(
             (c for c in callbacks if isinstance(c, RegularizationSchedule)), None
