@@ -115,6 +115,10 @@ class Saturation(ScheduledRegularizer):
         """Whether the gate is open: λ(t) in force, else 0."""
         return self.schedule.open
 
+    @enabled.setter
+    def enabled(self, enabled: bool) -> None:
+        self.schedule.open = bool(enabled)
+
     def wanted(self, epochs_done: int, loss: float) -> bool:
         """Whether the loss gate opens after `epochs_done` epochs at `loss`."""
         if not self.loss_gated:
@@ -127,7 +131,7 @@ class Saturation(ScheduledRegularizer):
 
     def set_enabled(self, enabled: bool, step: float = 0) -> None:
         """Switches the regularizer on or off (strength_at(step) or 0)."""
-        self.schedule.open = bool(enabled)
+        self.enabled = enabled
         self.assign_strength(self.strength_at(step))
 
     def penalty(self, w):

@@ -5,7 +5,7 @@ force then, the way optax keeps its schedules as `step -> value` functions:
 `Constant`, `Ramp` (Madsen & Johansen 2020, eq. 14, or its exponential
 form), `Growth` (Heim et al. 2020's β) and `Gate`, which the iNALU's loss
 gate opens and closes around another schedule. Each scheduled regularizer
-builds its own from its arguments (`ScheduledPenalty.schedule`);
+builds its own from its arguments (`ScheduledPenalty.make_schedule`);
 `RegularizationSchedule` assigns it between steps or imposes one of its
 own, and the replica engines tabulate it for a block of steps
 (`keras_nalu.sweeps.engines.schedule.strength_table`).
@@ -158,7 +158,10 @@ class Gate(Schedule):
 
 
 def strength_schedule(
-    strength: float, start: int | None = None, end: int | None = None, mode="linear"
+    strength: float,
+    start: int | None = None,
+    end: int | None = None,
+    mode: str = "linear",
 ) -> Schedule:
     """`Ramp(strength, start, end, mode)`, or `Constant(strength)` without a ramp."""
     if start is None:

@@ -55,6 +55,10 @@ def test_it_serializes_under_its_registered_name():
     assert revived.get_config() == reg.get_config()
 
 
+# Under JAX the callback warns that a layer other than a unit holds it: the
+# compiled step would read the strength it was traced with. The variable is
+# assigned all the same.
+@pytest.mark.filterwarnings("ignore:RegularizationSchedule cannot change")
 def test_the_schedule_ramps_it_on_the_layer_that_calls_it():
     class Penalized(keras.layers.Layer):
         def __init__(self):
