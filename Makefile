@@ -31,7 +31,7 @@ train: $(STAMP)
 CORE_TESTS := tests/layers tests/callbacks tests/test_constraints.py \
 	tests/test_effective_weights.py tests/explain tests/test_export.py \
 	tests/test_initializers.py tests/test_learning.py tests/test_ops.py \
-	tests/test_regularizers.py tests/test_serialization.py
+	tests/regularizers tests/test_serialization.py
 
 test: $(STAMP)
 	$(BIN)/ruff check keras_nalu tests examples benchmarks docs

@@ -16,8 +16,8 @@ import keras
 import numpy as np
 
 from keras_nalu import layers
-from keras_nalu.callbacks import RegularizationSchedule, find_scheduled_regularizers
-from keras_nalu.regularizers import Sparsity
+from keras_nalu.callbacks import RegularizationSchedule
+from keras_nalu.regularizers import Sparsity, find_scheduled_regularizers
 
 INPUT_DIM = 3
 STEPS = 6

@@ -19,7 +19,6 @@ from keras_nalu.callbacks import (
     LossGatedRegularization,
     RegularizationSchedule,
     Reinitialization,
-    find_scheduled_regularizers,
 )
 from keras_nalu.evaluation import SuccessCriterion
 from keras_nalu.layers import NAU, NMU, ArithmeticCell
@@ -31,6 +30,7 @@ from keras_nalu.regularizers import (
     Sparsity,
     Sum,
     UnitMagnitude,
+    find_scheduled_regularizers,
 )
 
 #: 40 SGD steps of batch 4: the λ ramp of `Sparsity(start=10, end=20)` lies

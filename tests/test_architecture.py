@@ -27,7 +27,7 @@ LEVELS = (
     (
         "runs",
         "keras_nalu.experiments keras_nalu.explain keras_nalu.export "
-        "keras_nalu.distribute",
+        "keras_nalu.tf_distribute_patches",
     ),
     ("engines", "keras_nalu.sweeps.engines"),
     ("sweeps", "keras_nalu.sweeps"),

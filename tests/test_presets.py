@@ -284,7 +284,7 @@ def test_modified_real_npu_preset_is_the_papers_recipe():
     ramp = kernel_parts[0]
     assert (ramp.strength, ramp.start, ramp.end) == (1.0, 40_000, 50_000)
     assert gate_parts[0].domain == "unsigned"
-    names = {r.log_name for r in nalu_callbacks.find_scheduled_regularizers(model)}
+    names = {r.log_name for r in regularizers.find_scheduled_regularizers(model)}
     assert names == {"unit_magnitude_strength", "sparsity_strength", "l1_strength"}
     # sparsity_start/_end move the ramps, not the L1's growth.
     moved, _ = build_model(

@@ -14,9 +14,9 @@ import keras
 import numpy as np
 import pytest
 
-from keras_nalu.callbacks import RegularizationSchedule, find_scheduled_regularizers
+from keras_nalu.callbacks import RegularizationSchedule
 from keras_nalu.layers import NAC, NALU, NAU, NMU, NACMul
-from keras_nalu.regularizers import Sparsity
+from keras_nalu.regularizers import Sparsity, find_scheduled_regularizers
 from tests.backend import BACKEND, requires_tensorflow, to_numpy
 from tests.helpers import run_in_fresh_python
 
@@ -100,7 +100,7 @@ import json, sys
 import numpy as np
 import keras
 import keras_nalu
-from keras_nalu.callbacks import find_scheduled_regularizers
+from keras_nalu.regularizers import find_scheduled_regularizers
 
 directory, names = sys.argv[1], sys.argv[2:]
 x = np.load(f"{directory}/x.npy")

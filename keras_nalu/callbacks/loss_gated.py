@@ -5,8 +5,8 @@ import warnings
 import keras
 
 from keras_nalu._api import export
-from keras_nalu.callbacks.utils import loss_gated_regularizers
-from keras_nalu.keras_utils import iter_layers, optimizer_step
+from keras_nalu.keras_utils import optimizer_step
+from keras_nalu.regularizers import find_scheduled_regularizers
 
 
 @export
@@ -50,7 +50,8 @@ class LossGatedRegularization(keras.callbacks.Callback):
         self._regularizers = []
 
     def on_train_begin(self, logs=None):
-        self._regularizers = loss_gated_regularizers(iter_layers(self.model))
+        found = find_scheduled_regularizers(self.model)
+        self._regularizers = [r for r in found if r.loss_gated]
         if not self._regularizers:
             warnings.warn(
                 "LossGatedRegularization found no loss-gated regularizer in the "

@@ -4,12 +4,9 @@ import keras
 
 from keras_nalu._api import export
 from keras_nalu._validation import check_non_negative, check_positive_int
-from keras_nalu.callbacks.utils import (
-    loss_gated_regularizers,
-    loss_stalled,
-    reset_optimizer_slots,
-)
+from keras_nalu.callbacks.utils import loss_stalled, reset_optimizer_slots
 from keras_nalu.keras_utils import iter_layers, optimizer_step
+from keras_nalu.regularizers import find_scheduled_regularizers
 
 
 def _reseeded(initializer, seed_generator):
@@ -205,8 +202,10 @@ class Reinitialization(keras.callbacks.Callback):
         if optimizer is not None:
             reset_optimizer_slots(optimizer, variables)
         step = optimizer_step(self.model) if optimizer is not None else 0
-        for regularizer in loss_gated_regularizers(layers):
-            regularizer.set_enabled(False, step)
+        for layer in layers:
+            for regularizer in find_scheduled_regularizers(layer, sublayers=False):
+                if regularizer.loss_gated:
+                    regularizer.set_enabled(False, step)
         self.history = []
         self.reinitializations += 1
 

@@ -6,11 +6,11 @@ import keras
 
 from keras_nalu._api import export
 from keras_nalu._validation import check_non_negative
-from keras_nalu.callbacks.utils import find_scheduled_regularizers
 from keras_nalu.keras_utils import optimizer_step
-from keras_nalu.regularizers import (
-    ScheduledRegularizer,
-    schedule_factor,
+from keras_nalu.regularizers import ScheduledPenalty, find_scheduled_regularizers
+from keras_nalu.regularizers.schedules import (
+    Schedule,
+    strength_schedule,
     validate_schedule,
 )
 
@@ -76,16 +76,19 @@ class RegularizationSchedule(keras.callbacks.Callback):
         self.start = start
         self.end = end
         self.mode = mode
+        self._imposed = None
+        if strength is not None:
+            self._imposed = strength_schedule(float(strength), start, end, mode)
         self._regularizers = []
         self._values = {}
 
-    def strength_for(self, regularizer: ScheduledRegularizer, step: int) -> float:
-        """λ(t) for one regularizer: the imposed schedule, or its own."""
-        if self.strength is None:
-            return regularizer.strength_at(step)
-        if self.start is None:
-            return float(self.strength)
-        return self.strength * schedule_factor(step, self.start, self.end, self.mode)
+    def schedule_for(self, regularizer: ScheduledPenalty) -> Schedule:
+        """λ(t) of one regularizer: the imposed schedule, or its own."""
+        return regularizer.schedule if self._imposed is None else self._imposed
+
+    def strength_for(self, regularizer: ScheduledPenalty, step: int) -> float:
+        """λ(t) of one regularizer at `step` (`schedule_for(regularizer)(step)`)."""
+        return self.schedule_for(regularizer)(step)
 
     def on_train_begin(self, logs=None):
         self._regularizers = find_scheduled_regularizers(self.model)
@@ -93,8 +96,8 @@ class RegularizationSchedule(keras.callbacks.Callback):
         if not self._regularizers:
             warnings.warn(
                 "RegularizationSchedule found no scheduled regularizer in the "
-                "model (keras_nalu.regularizers.Sparsity/OutOfBounds); it does "
-                "nothing.",
+                "model (a keras_nalu.regularizers.ScheduledPenalty: Sparsity, "
+                "L1, ...); it does nothing.",
                 stacklevel=2,
             )
         self._warn_if_frozen()

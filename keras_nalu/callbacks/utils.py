@@ -1,4 +1,4 @@
-"""What the callbacks share: scheduled regularizers, optimizer slots, stalls.
+"""What the callbacks share: optimizer slots and the loss-stall test.
 
 None of these is a callback; the callbacks of this package (and the replica
 engines, `keras_nalu.sweeps`) call them.
@@ -6,32 +6,6 @@ engines, `keras_nalu.sweeps`) call them.
 
 import keras
 import numpy as np
-
-from keras_nalu.keras_utils import iter_layers
-from keras_nalu.regularizers import ScheduledRegularizer, held_scheduled_regularizers
-
-
-def find_scheduled_regularizers(model) -> list[ScheduledRegularizer]:
-    """All `ScheduledRegularizer`s the model's layers and weights hold."""
-    found = {}
-    for layer in iter_layers(model):
-        for regularizer in held_scheduled_regularizers(layer, layer.weights):
-            found[id(regularizer)] = regularizer
-    return list(found.values())
-
-
-def loss_gated_regularizers(layers) -> list:
-    """The loss-gated regularizers (`Saturation` with a threshold) of `layers`.
-
-    Those inside a `Sum` count too.
-    """
-    found = {}
-    for layer in layers:
-        for regularizer in held_scheduled_regularizers(layer, layer.weights):
-            if getattr(regularizer, "loss_gated", False):
-                found[id(regularizer)] = regularizer
-    return list(found.values())
-
 
 #: Optimizer state per variable, by optimizer class: the attributes holding
 #: one slot variable per trainable variable (Keras 3 optimizers).

@@ -20,7 +20,7 @@ import numpy as np
 
 from keras_nalu._files import atomic_write
 from keras_nalu._validation import is_real
-from keras_nalu.tasks.arithmetic import apply_operation
+from keras_nalu.tasks.operations import apply_operation
 
 EPSILON = 1e-5
 SINGLE_MODULE_EPSILON = 1e-4

@@ -30,12 +30,11 @@ from keras_nalu._validation import (
 from keras_nalu.callbacks import (
     ProgressBar,
     RegularizationSchedule,
-    find_scheduled_regularizers,
 )
 from keras_nalu.experiments.arithmetic import fit_epochs
 from keras_nalu.keras_utils import optimizer_step
-from keras_nalu.presets import _LAYER_KINDS, get_preset
-from keras_nalu.regularizers import ZRegularizer
+from keras_nalu.presets import get_preset, make_layer
+from keras_nalu.regularizers import ZRegularizer, find_scheduled_regularizers
 from keras_nalu.tasks.mnist import OPERATIONS, SequentialMnistTask
 
 #: The recurrent units `build_mnist_model` knows; "exact" is the baseline
@@ -260,7 +259,7 @@ def build_mnist_model(
                 get_preset(_UNIT_PRESET.get(unit, "nac")),
                 **{key: value for key, value in overrides.items() if value is not None},
             )
-            step_unit = _LAYER_KINDS[unit](output_size, preset, "unit")
+            step_unit = make_layer(unit, output_size, preset, "unit")
         cell = units.ArithmeticCell(
             step_unit,
             initial_state_value=1.0 if operation == "product" else 0.0,

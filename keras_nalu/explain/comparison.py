@@ -20,7 +20,7 @@ from keras_nalu.explain.expression import (
     _to_sympy,
     _Var,
 )
-from keras_nalu.tasks.arithmetic import OPERATIONS
+from keras_nalu.tasks.operations import OPERATIONS
 
 
 @dataclasses.dataclass(frozen=True)

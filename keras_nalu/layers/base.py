@@ -124,19 +124,11 @@ class ArithmeticLayer(keras.layers.Layer):
             autocast=False,
         )
 
-    def scheduled_regularizers(self) -> list:
-        """The `ScheduledRegularizer`s this layer holds (not its sublayers').
-
-        Those of its own weights and those it keeps as attributes (e.g. an
-        R_z it calls itself), each once.
-        """
-        return nalu_regularizers.held_scheduled_regularizers(self)
-
     @property
     def variables(self):
         """The layer's state: its weights, and the strength of each schedule.
 
-        A `ScheduledRegularizer` keeps its strength λ in a variable that
+        A `ScheduledPenalty` keeps its strength λ in a variable that
         `RegularizationSchedule` assigns between steps. It is state the train
         step reads, like a `SeedGenerator`'s, but not a weight: it is left out
         of `weights`, `get_weights()` and `.keras` files (the schedule derives
@@ -148,7 +140,8 @@ class ArithmeticLayer(keras.layers.Layer):
         """
         variables = super().variables
         seen = {id(variable) for variable in variables}
-        for regularizer in self.scheduled_regularizers():
+        held = nalu_regularizers.find_scheduled_regularizers(self, sublayers=False)
+        for regularizer in held:
             strength = regularizer.current_strength
             if id(strength) not in seen:
                 seen.add(id(strength))

@@ -1,6 +1,7 @@
 """Pure tf.data builders of the synthetic tasks: (config, seed) -> data."""
 
-from keras_nalu.tasks.arithmetic import OPERATIONS, ArithmeticTask, simple_function_task
+from keras_nalu.tasks.arithmetic import ArithmeticTask, simple_function_task
+from keras_nalu.tasks.operations import OPERATIONS
 from keras_nalu.tasks.ranges import Range
 from keras_nalu.tasks.recurrent import RecurrentArithmeticTask
 

@@ -6,17 +6,14 @@ import dataclasses
 import sys
 
 from keras_nalu._validation import check_positive_int
-from keras_nalu.tasks.arithmetic import (
-    DEFAULT_TEST_SEED,
-    DEFAULT_VALIDATION_SEED,
-    _is_tf_tensor,
-    _SubsetSumTask,
-)
+from keras_nalu.tasks.operations import is_tf_tensor
 from keras_nalu.tasks.ranges import Range
+from keras_nalu.tasks.sampling import DEFAULT_TEST_SEED, DEFAULT_VALIDATION_SEED
+from keras_nalu.tasks.subset_sum import SubsetSumTask
 
 
 @dataclasses.dataclass(frozen=True)
-class RecurrentArithmeticTask(_SubsetSumTask):
+class RecurrentArithmeticTask(SubsetSumTask):
     """The arithmetic task over time: sums run over every step of a sequence.
 
         a = Σ_t Σ_{i∈A} x_{t,i},   b = Σ_t Σ_{i∈B} x_{t,i},   t = a ∘ b
@@ -92,7 +89,7 @@ class RecurrentArithmeticTask(_SubsetSumTask):
         return (length or self._steps(split), self.input_size)
 
     def _reduce_steps(self, x):
-        if _is_tf_tensor(x):
+        if is_tf_tensor(x):
             return sys.modules["tensorflow"].reduce_sum(x, axis=-2)
         return x.sum(axis=-2)
 

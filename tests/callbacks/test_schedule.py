@@ -4,9 +4,14 @@ import keras
 import numpy as np
 import pytest
 
-from keras_nalu.callbacks import RegularizationSchedule, find_scheduled_regularizers
+from keras_nalu.callbacks import RegularizationSchedule
 from keras_nalu.layers import NAU, NMU
-from keras_nalu.regularizers import OutOfBounds, Sparsity, schedule_factor
+from keras_nalu.regularizers import (
+    OutOfBounds,
+    Sparsity,
+    find_scheduled_regularizers,
+)
+from keras_nalu.regularizers.schedules import Ramp
 from tests.backend import BACKEND, to_numpy
 
 
@@ -32,7 +37,7 @@ STRENGTH, START, END = 2.0, 10, 50
 
 
 def imposed(step):
-    return STRENGTH * schedule_factor(step, START, END)
+    return Ramp(STRENGTH, START, END)(step)
 
 
 # On PyTorch, Keras' trainer takes one step per execution, and torch.compile

@@ -3,7 +3,7 @@
 Run in a fresh process (`python _multi_step_script.py OUT_DIR`; the logical
 devices must be configured before TensorFlow initializes). Trains
 `_worker.MULTI_STEP_CONFIG` (steps_per_execution = 5) in the strategy's scope
-with `keras_nalu.distribute.enable_steps_per_execution`, then writes
+with `keras_nalu.tf_distribute_patches.enable_steps_per_execution`, then writes
 
 - `multi_step.npz`: its `_worker.train` result, under `_worker.MULTI_STEP`;
 - `multi_step.json`: the replica count and what `evaluate` on the validation
@@ -31,7 +31,7 @@ tf.config.set_logical_device_configuration(
 
 import _worker  # noqa: E402
 
-from keras_nalu.distribute import enable_steps_per_execution  # noqa: E402
+from keras_nalu.tf_distribute_patches import enable_steps_per_execution  # noqa: E402
 
 #: the validation batch size for `evaluate`: 256 samples, 4 batches.
 EVALUATE_BATCH = 64

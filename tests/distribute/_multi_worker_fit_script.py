@@ -30,7 +30,7 @@ import tensorflow as tf  # noqa: E402
 from _dense import data, dense_model, fit  # noqa: E402
 from keras.src.backend.tensorflow import trainer  # noqa: E402
 
-from keras_nalu.distribute import (  # noqa: E402
+from keras_nalu.tf_distribute_patches import (  # noqa: E402
     enable_multi_worker_fit,
     enable_steps_per_execution,
 )

@@ -8,7 +8,7 @@ batches.
 Run as a script (`python _worker.py OUT_DIR`), it is one worker of a
 `MultiWorkerMirroredStrategy` cluster described by `TF_CONFIG` (set by the
 test): it builds the model in the strategy's scope, applies
-`keras_nalu.distribute.enable_multi_worker_fit`, trains every config (and
+`keras_nalu.tf_distribute_patches.enable_multi_worker_fit`, trains every config (and
 MULTI_STEP_CONFIG with `enable_steps_per_execution` as well) and writes what
 it ended with to `OUT_DIR/worker_<task index>.npz`.
 """
@@ -34,7 +34,7 @@ SCHEDULE = {"sparsity": 1.0, "start": 5, "end": 15}
 #: comparison sensitive to the loss scale (Adam would hide a constant factor).
 CONFIGS = {"sgd": ("sgd", 0.01, 1), "adam": ("adam", 0.01, 1)}
 #: steps_per_execution > 1 under a strategy: Keras alone fails (see
-#: `test_mirrored.py`), `keras_nalu.distribute.enable_steps_per_execution`
+#: `test_mirrored.py`), `keras_nalu.tf_distribute_patches.enable_steps_per_execution`
 #: makes it work (see `test_distribute_helpers.py`).
 MULTI_STEP_CONFIG = ("adam", 0.01, 5)
 #: the name under which the workers save their MULTI_STEP_CONFIG run.
@@ -136,11 +136,9 @@ def train(model, callbacks, scheduled=True, fit_scope=None) -> dict:
     """
     import keras
 
-    from keras_nalu.callbacks import (
-        RegularizationSchedule,
-        find_scheduled_regularizers,
-    )
+    from keras_nalu.callbacks import RegularizationSchedule
     from keras_nalu.evaluation import SuccessCriterion
+    from keras_nalu.regularizers import find_scheduled_regularizers
 
     data = arrays()
     regularizers = find_scheduled_regularizers(model)
@@ -230,7 +228,7 @@ def main(out_dir: str) -> None:
 
     # First: the strategy has to configure TF's runtime before any op runs.
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
-    from keras_nalu.distribute import (
+    from keras_nalu.tf_distribute_patches import (
         enable_multi_worker_fit,
         enable_steps_per_execution,
     )

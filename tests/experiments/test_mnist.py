@@ -9,7 +9,6 @@ import pytest
 import tensorflow_datasets as tfds
 
 from keras_nalu import cli
-from keras_nalu.callbacks import find_scheduled_regularizers
 from keras_nalu.experiments.mnist import (
     MNIST_SPARSITY,
     MnistConfig,
@@ -21,7 +20,7 @@ from keras_nalu.experiments.mnist import (
     run_mnist,
     success_rates,
 )
-from keras_nalu.regularizers import ZRegularizer
+from keras_nalu.regularizers import ZRegularizer, find_scheduled_regularizers
 
 
 def test_end_to_end_shapes_on_mock_data(tmp_path):

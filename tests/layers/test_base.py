@@ -4,7 +4,6 @@ import keras
 import numpy as np
 import pytest
 
-from keras_nalu.callbacks import find_scheduled_regularizers
 from keras_nalu.layers import (
     NAC,
     NALU,
@@ -17,7 +16,12 @@ from keras_nalu.layers import (
     RealNPU,
     iNALU,
 )
-from keras_nalu.regularizers import L1, OutOfBounds, Sparsity
+from keras_nalu.regularizers import (
+    L1,
+    OutOfBounds,
+    Sparsity,
+    find_scheduled_regularizers,
+)
 
 #: A unit with scheduled regularizers, and how many distinct ones it holds.
 UNITS = {

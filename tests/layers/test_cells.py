@@ -5,9 +5,9 @@ import keras
 import numpy as np
 import pytest
 
-from keras_nalu.callbacks import find_scheduled_regularizers
 from keras_nalu.keras_utils import iter_layers
 from keras_nalu.layers import NAU, NMU, ArithmeticCell, GatedNAUNMU, iNALU
+from keras_nalu.regularizers import find_scheduled_regularizers
 from tests.backend import requires_tensorflow, to_numpy
 from tests.layers.contract import (
     check_export_round_trip,

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from keras_nalu import regularizers
-from keras_nalu.callbacks import find_scheduled_regularizers
 from keras_nalu.evaluation.sparsity import effective_weights, sparsity_error
 from keras_nalu.explain import UnsupportedLayerError, explain
 from keras_nalu.keras_utils import iter_layers
 from keras_nalu.layers import NAU, NMU, GatedNAUNMU
+from keras_nalu.regularizers import find_scheduled_regularizers
 from tests.backend import FLOAT_DTYPES, requires_tensorflow, to_numpy
 from tests.layers import contract
 from tests.layers.contract import (

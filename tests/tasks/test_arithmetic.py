@@ -18,7 +18,8 @@ from keras_nalu.tasks import (
     get_task,
     simple_function_task,
 )
-from keras_nalu.tasks.arithmetic import apply_operation, stacked_targets
+from keras_nalu.tasks.arithmetic import stacked_targets
+from keras_nalu.tasks.operations import apply_operation
 
 SMALL = {"validation_size": 300, "test_size": 300, "batch_size": 32}
 

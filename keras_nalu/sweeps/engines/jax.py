@@ -47,8 +47,9 @@ from keras_nalu.evaluation.sparsity import distance_to_sparse, effective_weight_
 from keras_nalu.keras_utils import iter_layers
 from keras_nalu.sweeps.engines.run import ReplicaRun
 from keras_nalu.sweeps.engines.setup import eval_groups
-from keras_nalu.tasks.arithmetic import _TRAIN_STREAM, apply_operation
+from keras_nalu.tasks.operations import apply_operation
 from keras_nalu.tasks.ranges import place_uniform
+from keras_nalu.tasks.sampling import TRAIN_STREAM
 from keras_nalu.tasks.streams import counter_uniform, stream_key
 
 _CHUNK = 100
@@ -105,7 +106,7 @@ class JaxReplicaRun(ReplicaRun):
     def _build_data(self) -> None:
         tasks = self.tasks
         self._keys = jnp.asarray(
-            np.stack([stream_key(seed, _TRAIN_STREAM) for seed in self.seeds])
+            np.stack([stream_key(seed, TRAIN_STREAM) for seed in self.seeds])
         )
         parts = max(len(t.interpolation_range.parts) for t in tasks)
         tables = [t.interpolation_range.table(parts) for t in tasks]

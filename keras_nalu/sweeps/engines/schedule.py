@@ -33,9 +33,12 @@ def strength_table(schedule, regularizers, block: int, start: int, stop: int):
     >>> strength_table(schedule, [Sparsity()], 5, 10, 22)[:, 0].tolist()
     [0.0, 0.0, 0.0, 0.0, 0.0, 0.5, 0.5, 0.5, 0.5, 0.5, 1.0, 1.0]
     """
-    table = np.zeros((stop - start, len(regularizers)), np.float32)
+    schedules = [schedule.schedule_for(r) for r in regularizers]
+    table = np.zeros((stop - start, len(schedules)), np.float32)
+    held, values = None, []
     for row, step in enumerate(range(start, stop)):
-        held = step - step % block
-        for j, regularizer in enumerate(regularizers):
-            table[row, j] = schedule.strength_for(regularizer, held)
+        if step - step % block != held:
+            held = step - step % block
+            values = [strength(held) for strength in schedules]
+        table[row] = values
     return table

@@ -19,10 +19,11 @@ from collections.abc import Callable, Sequence
 import keras
 import numpy as np
 
-from keras_nalu.callbacks import RegularizationSchedule, find_scheduled_regularizers
+from keras_nalu.callbacks import RegularizationSchedule
 from keras_nalu.experiments import ExperimentConfig, build_experiment_model
 from keras_nalu.keras_utils import set_random_seed
 from keras_nalu.presets import get_preset
+from keras_nalu.regularizers import find_scheduled_regularizers
 from keras_nalu.sweeps.engines.optimizer import ReplicaOptimizer
 from keras_nalu.sweeps.engines.seeding import SeedPlan
 from keras_nalu.tasks.arithmetic import stacked_targets

@@ -1,14 +1,12 @@
-"""Sparsity and out-of-bounds penalties and their schedule (Madsen & Johansen 2020,
-§2.7)."""
-
-import math
+"""The penalties: sparsity, out-of-bounds, L1, |W| = 1, -W², their sum, their
+strength variable and config (Madsen & Johansen 2020, §2.2, §2.7)."""
 
 import keras
 import numpy as np
 import pytest
 
 from keras_nalu import regularizers
-from keras_nalu.regularizers import OutOfBounds, Sparsity, schedule_factor
+from keras_nalu.regularizers import OutOfBounds, Sparsity
 from tests.backend import requires_tensorflow, to_numpy
 
 
@@ -86,44 +84,6 @@ def test_out_of_bounds_values():
 def test_penalty_has_the_weights_dtype(dtype):
     penalty = Sparsity(1.0)(np.full((2, 2), 0.5, dtype))
     assert keras.backend.standardize_dtype(penalty.dtype) == dtype
-
-
-def test_schedule_factor_linear():
-    # Madsen & Johansen (2020), eq. 14: 0 before start, linear in between, 1 after end.
-    for step in (0, 50, 99, 100):
-        assert schedule_factor(step, 100, 300) == 0.0
-    assert schedule_factor(150, 100, 300) == pytest.approx(0.25)
-    assert schedule_factor(200, 100, 300) == pytest.approx(0.5)
-    for step in (300, 301, 10**9):
-        assert schedule_factor(step, 100, 300) == 1.0
-
-
-def test_schedule_factor_exp():
-    assert schedule_factor(100, 100, 300, mode="exp") == 0.0
-    assert schedule_factor(50, 100, 300, mode="exp") == 0.0
-    for step in (150, 300, 700):
-        expected = 1.0 - math.exp(-(step - 100) / 200)
-        assert schedule_factor(step, 100, 300, mode="exp") == pytest.approx(expected)
-    # start = 0, end = 10⁵: the reference code's 1 - exp(-10⁻⁵·t).
-    assert schedule_factor(25_000, 0, 100_000, "exp") == pytest.approx(
-        1.0 - math.exp(-0.25)
-    )
-
-
-def test_strength_at_follows_the_schedule():
-    reg = Sparsity(10.0, start=1_000, end=2_000)
-    assert [reg.strength_at(t) for t in (0, 1_000, 1_250, 2_000, 5_000)] == [
-        0.0,
-        0.0,
-        pytest.approx(2.5),
-        10.0,
-        10.0,
-    ]
-    assert reg.strength_at(1_500) == pytest.approx(5.0)
-    exp = Sparsity(10.0, start=1_000, end=2_000, mode="exp")
-    assert exp.strength_at(3_000) == pytest.approx(10.0 * (1.0 - math.exp(-2.0)))
-    # Unscheduled: the constant strength from the start.
-    assert Sparsity(3.0).strength_at(0) == 3.0
 
 
 def test_scheduled_strength_starts_at_its_step_0_value():
@@ -214,20 +174,6 @@ def test_out_of_bounds_min_above_max_raises():
 # --- the new units' penalties: Heim's L1 growth, UnitMagnitude, NegativeL2, Sum ---
 
 
-def test_l1_growth_schedule_is_heims():
-    # β_start 1e-9, ×10 every 10⁴ steps, up to β_end 1e-7 (reference code's
-    # Decimal arithmetic: exactly 1e-8, then 1e-7 from step 2·10⁴ on).
-    reg = regularizers.L1(1e-7, initial_strength=1e-9)
-    steps = [0, 1, 9_999, 10_000, 19_999, 20_000, 30_000, 10**7]
-    strengths = [reg.strength_at(t) for t in steps]
-    assert strengths == [1e-9, 1e-9, 1e-9, 1e-8, 1e-8, 1e-7, 1e-7, 1e-7]
-    assert reg.scheduled and float(to_numpy(reg.current_strength)) == pytest.approx(
-        1e-9
-    )
-    other = regularizers.L1(1e-5, initial_strength=1e-7, growth=2.0, growth_every=5)
-    assert [other.strength_at(t) for t in (4, 5, 10)] == [1e-7, 2e-7, 4e-7]
-
-
 def test_l1_sum_reduction_and_ramp_are_unchanged_by_default():
     w = np.array([[1.0, -3.0], [0.5, 0.0]], "float32")
     assert value(regularizers.L1(2.0), w) == pytest.approx(2.0 * 4.5 / 4)
@@ -283,7 +229,7 @@ def test_sum_adds_its_parts_and_exposes_them_to_the_schedule():
     assert value(total, w) == pytest.approx(expected, rel=1e-6)
     layer = keras.layers.Dense(1, kernel_regularizer=total)
     layer.build((None, 2))
-    held = regularizers.held_scheduled_regularizers(layer, layer.weights)
+    held = regularizers.find_scheduled_regularizers(layer, sublayers=False)
     assert held == [ramp, l1]
     with pytest.raises(ValueError, match=r"regularizers=\[\]"):
         regularizers.Sum([])

@@ -1,4 +1,4 @@
-"""`keras_nalu.distribute`: the Keras 3.15 workarounds for `fit` under a strategy.
+"""`keras_nalu.tf_distribute_patches`: Keras 3.15's `fit` under a strategy.
 
 In this process (one device): both functions are no-ops without the strategy
 they are for, idempotent, and fail clearly if Keras' private names go. The
@@ -24,8 +24,11 @@ import pytest
 import tensorflow as tf
 from keras.src.backend.tensorflow import trainer
 
-from keras_nalu import distribute
-from keras_nalu.distribute import enable_multi_worker_fit, enable_steps_per_execution
+from keras_nalu import tf_distribute_patches
+from keras_nalu.tf_distribute_patches import (
+    enable_multi_worker_fit,
+    enable_steps_per_execution,
+)
 from tests.distribute import _worker
 from tests.distribute._dense import data, dense_model, fit
 
@@ -126,7 +129,7 @@ def test_patched_reduction_leaves_other_strategies_to_keras(restore_keras):
         return values
 
     trainer.reduce_per_replica = keras_reduce
-    distribute._patch_reduce_per_replica(trainer)
+    tf_distribute_patches._patch_reduce_per_replica(trainer)
     assert trainer.reduce_per_replica is not keras_reduce
     default = tf.distribute.get_strategy()
     for reduction in ("auto", "mean", "sum", "concat"):
@@ -202,11 +205,13 @@ def test_multi_step_loop_runs_the_steps_keras_runs(monkeypatch, cardinality):
         return model.get_weights(), iterations, seen, history.history, evaluation
 
     want = run(dense_model(steps_per_execution=4))
-    monkeypatch.setattr(distribute, "_needs_multi_step_workaround", lambda m: True)
+    monkeypatch.setattr(
+        tf_distribute_patches, "_needs_multi_step_workaround", lambda m: True
+    )
     model = enable_steps_per_execution(dense_model(steps_per_execution=4))
     got = run(model)
-    assert model.train_function.__module__ == distribute.__name__
-    assert model.test_function.__module__ == distribute.__name__
+    assert model.train_function.__module__ == tf_distribute_patches.__name__
+    assert model.test_function.__module__ == tf_distribute_patches.__name__
     assert got[1] == want[1] == 22
     assert [batch for batch, _ in got[2]] == [3, 7, 11] * 2
     assert [batch for batch, _ in got[2]] == [batch for batch, _ in want[2]]
@@ -225,13 +230,15 @@ def test_multi_step_loop_runs_the_steps_keras_runs(monkeypatch, cardinality):
 
 
 def test_steps_per_execution_survives_recompiling(monkeypatch):
-    monkeypatch.setattr(distribute, "_needs_multi_step_workaround", lambda m: True)
+    monkeypatch.setattr(
+        tf_distribute_patches, "_needs_multi_step_workaround", lambda m: True
+    )
     model = enable_steps_per_execution(dense_model(steps_per_execution=4))
     fit(model)
     model.compile("sgd", "mse", steps_per_execution=2)  # a new optimizer
     assert model.train_function is None
     assert fit(model)[1] == 11
-    assert model.train_function.__module__ == distribute.__name__
+    assert model.train_function.__module__ == tf_distribute_patches.__name__
 
 
 # -- two replicas ------------------------------------------------------------

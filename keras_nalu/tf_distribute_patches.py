@@ -1,4 +1,4 @@
-"""Workarounds that let Keras 3.15 `fit` run under `tf.distribute` strategies.
+"""Patches to Keras' TensorFlow trainer that let `fit` run under `tf.distribute`.
 
 Keras 3.15 (TensorFlow backend) has bugs that stop `model.fit` under a
 multi-replica strategy whatever the model; keras_nalu's units are not
@@ -35,7 +35,7 @@ def _keras_trainer_module():
         from keras.src.backend.tensorflow import trainer
     except ImportError as error:  # pragma: no cover - depends on Keras' layout
         raise RuntimeError(
-            "keras_nalu.distribute patches Keras' private module "
+            "keras_nalu.tf_distribute_patches patches Keras' private module "
             "keras.src.backend.tensorflow.trainer, which this Keras "
             f"({keras.__version__}) does not have. Check whether Keras has "
             "fixed tensorflow/tensorflow#72388 and keras-team/keras#19246 "
@@ -49,7 +49,7 @@ def _keras_trainer_module():
     )
     if parameters != ["values", "strategy", "reduction"]:
         raise RuntimeError(
-            "keras_nalu.distribute patches the private function "
+            "keras_nalu.tf_distribute_patches patches the private function "
             "keras.src.backend.tensorflow.trainer.reduce_per_replica(values, "
             f"strategy, reduction), which this Keras ({keras.__version__}) "
             "does not have (found: "
@@ -110,8 +110,9 @@ def _patch_symbolic_build(model) -> None:
     parameters = list(inspect.signature(original).parameters) if original else None
     if parameters != ["iterator", "data_batch"]:
         raise RuntimeError(
-            "keras_nalu.distribute.enable_multi_worker_fit replaces the private "
-            "method Model._maybe_symbolic_build(iterator, data_batch), which "
+            "keras_nalu.tf_distribute_patches.enable_multi_worker_fit replaces "
+            "the private method Model._maybe_symbolic_build(iterator, "
+            "data_batch), which "
             f"this Keras ({keras.__version__}) does not have (found: "
             f"{'nothing' if parameters is None else parameters})."
         )
@@ -187,7 +188,7 @@ def enable_multi_worker_fit(model):
     Example:
 
     >>> import keras
-    >>> from keras_nalu.distribute import enable_multi_worker_fit
+    >>> from keras_nalu.tf_distribute_patches import enable_multi_worker_fit
     >>> from keras_nalu.presets import build_model
     >>> model, callbacks = build_model("nmu", input_size=4)
     >>> enable_multi_worker_fit(model) is model  # no strategy: a no-op
@@ -346,7 +347,7 @@ def enable_steps_per_execution(model):
     Example:
 
     >>> import numpy as np
-    >>> from keras_nalu.distribute import enable_steps_per_execution
+    >>> from keras_nalu.tf_distribute_patches import enable_steps_per_execution
     >>> from keras_nalu.presets import build_model
     >>> model, callbacks = build_model("nmu", input_size=4, steps_per_execution=2)
     >>> enable_steps_per_execution(model) is model
