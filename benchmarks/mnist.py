@@ -77,20 +77,20 @@ def run_task(
     if iterations:
         options["iterations"] = iterations
     started = time.perf_counter()
-    baselines = []
-    for seed in range(baseline_seeds):
-        config = mnist.MnistConfig(**{**options, "unit": "exact"}, seed=seed)
-        baselines.append(mnist.run_mnist(config, verbose=False)[1])
-        print(f"{name} baseline seed {seed}: MSE {baselines[-1]['test_mse']}")
-    bound = mnist.mse_bound(baselines)
-    records = []
-    for seed in range(unit_seeds):
-        _, record = mnist.run_mnist(
-            mnist.MnistConfig(**options, seed=seed), verbose=False
-        )
-        mnist.judge(record, bound)
-        records.append(record)
-        print(f"{name} {options['unit']} seed {seed}: MSE {record['test_mse']}")
+
+    def report(config, record):
+        run = "baseline" if config.unit == "exact" else config.unit
+        print(f"{name} {run} seed {config.seed}: MSE {record['test_mse']}")
+
+    study = mnist.run_study(
+        [mnist.MnistConfig(**options, seed=seed) for seed in range(unit_seeds)],
+        [
+            mnist.MnistConfig(**{**options, "unit": "exact"}, seed=seed)
+            for seed in range(baseline_seeds)
+        ],
+        on_record=report,
+    )
+    baselines, bound, records = study.baselines, study.bound, study.runs
     lengths = records[0]["test_lengths"]
     rows = []
     for i, length in enumerate(lengths):

@@ -157,9 +157,9 @@ def export_saved_model(
     serves alike. On PyTorch, export to ONNX (`export_onnx`).
 
     The new version becomes the manifest's `latest`, and the version TF
-    Serving serves: this function always writes it. (`keras-nalu train`
-    writes it only for a run that solved the task, or where the model has no
-    version yet, unless `--overwrite`.)
+    Serving serves: this function always writes it. (`export_run`, and so
+    `keras-nalu train`, writes it only for a run that solved the task, or
+    where the model has no version yet, unless told to overwrite.)
 
     Args:
         model: a built Keras model.
@@ -452,6 +452,80 @@ def _jax2tf_call(model: keras.Model, spec):
     return archive.track_and_add_endpoint(
         "serve", model, [spec], jax2tf_kwargs=_JAX2TF_OPTIONS
     )
+
+
+#: The fields of a run's record that its manifest entry keeps as `result`.
+_RESULT_FIELDS = (
+    "success",
+    "solved_at",
+    "best_step",
+    "interpolation_mse",
+    "extrapolation_mse",
+    "threshold",
+    "sparsity_error",
+    "final_step",
+    "final_interpolation_mse",
+    "final_extrapolation_mse",
+    "final_sparsity_error",
+    "solved_at_end",
+    "iterations",
+    "diverged",
+    "formula",
+    "formula_verdict",
+)
+
+
+def export_run(
+    model: keras.Model,
+    record: dict,
+    export_dir: str | os.PathLike = "saved_models",
+    name: str = "model",
+    export_format: str = "saved_model",
+    overwrite: bool = False,
+) -> Path | None:
+    """Exports a trained run as its model's new latest version, if it is fit to.
+
+    TF Serving serves the highest version, so a run that did not solve its
+    task (`record["success"]` false) is not exported where the model already
+    has a version, unless `overwrite`: `record["not_exported"]` then says
+    why, and nothing is written. Otherwise `export_saved_model` or
+    `export_onnx` writes it, with the run's task, config and result in the
+    manifest, and `record[export_format]` is the path written.
+
+    Args:
+        model: the run's trained model.
+        record: the run's record (`run_experiment`'s); updated in place.
+        export_dir: the base folder.
+        name: the model's name, a folder under `export_dir`.
+        export_format: `"saved_model"` or `"onnx"`.
+        overwrite: export an unsolved run over a served model all the same.
+
+    Returns:
+        The path written, or None where the run is not exported.
+
+    Raises:
+        ValueError, ImportError, OSError: as the export function raises them.
+    """
+    check_export_format(export_format)
+    model_dir = Path(export_dir) / name
+    served = latest_version(model_dir)
+    if served is not None and not record["success"] and not overwrite:
+        record["not_exported"] = (
+            f"the run did not solve the task, and {model_dir} serves version "
+            f"{served}; pass --overwrite to export it as version {served + 1}, "
+            "the new latest, anyway"
+        )
+        return None
+    export = export_onnx if export_format == "onnx" else export_saved_model
+    result = {key: record.get(key) for key in _RESULT_FIELDS}
+    path = export(
+        model,
+        export_dir,
+        name,
+        manifest={"task": record["task"], "config": record["config"], "result": result},
+    )
+    record[export_format] = str(path)
+    return path
 
 
 def save_keras_model(model: keras.Model, path: str | os.PathLike) -> Path:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from keras_nalu._optional import installed
-from keras_nalu.export import MANIFEST, export_onnx, export_saved_model
+from keras_nalu.export import MANIFEST, export_onnx, export_run, export_saved_model
 from keras_nalu.layers import NAU, NMU, NPU, iNALU
 from tests.backend import BACKEND
 from tests.helpers import run_in_fresh_python
@@ -103,6 +103,20 @@ def test_saved_model_export_on_pytorch_says_to_export_onnx(tmp_path):
     with pytest.raises(ValueError, match=r"Export to ONNX instead"):
         export_saved_model(model, tmp_path, "nau")
     assert not (tmp_path / "nau").exists()
+
+
+def test_an_unsolved_run_is_not_exported_over_the_served_version(tmp_path):
+    (tmp_path / "adder" / "1").mkdir(parents=True)  # what TF Serving serves
+    model = keras.Sequential([keras.Input((2,)), NAU(1)])
+    record = {"success": False, "task": {}, "config": {}}
+    export_format = "onnx" if BACKEND == "torch" else "saved_model"
+    assert export_run(model, record, tmp_path, "adder", export_format) is None
+    assert record["not_exported"].endswith(
+        "serves version 1; pass --overwrite to export it as version 2, the new "
+        "latest, anyway"
+    )
+    assert export_format not in record
+    assert [path.name for path in (tmp_path / "adder").iterdir()] == ["1"]
 
 
 def test_onnx_export_serves_the_same_outputs(tmp_path):

@@ -4,8 +4,9 @@ Data flows as everywhere in the package: `tasks.mnist.SequentialMnistTask` →
 `build_mnist_model` (CNN → `keras.layers.RNN(ArithmeticCell(unit))`, R_z) →
 `run_mnist` (fit with early stopping on the validation MSE → a JSON-able
 record with the test MSE/MAE per length) → `mse_bound` of the exact-unit
-baseline → `judge` (success per length), `success_rates`, `plot_success_rate`
-(Madsen & Johansen 2020, Fig. 4) and `mae_table` (Trask et al. 2018, Table 2).
+baseline → `judge` (success per length; `run_study` does the three over
+many runs), `success_rates`, `plot_success_rate` (Madsen & Johansen 2020,
+Fig. 4) and `mae_table` (Trask et al. 2018, Table 2).
 """
 
 from __future__ import annotations
@@ -556,6 +557,74 @@ def judge(record: dict, bound: Mapping[int, float] | None) -> dict:
     return record
 
 
+@dataclasses.dataclass
+class MnistStudy:
+    """The exact-unit baselines, the bound they set and the runs it judges."""
+
+    baselines: list[dict]
+    bound: dict[int, float] | None
+    runs: list[dict]
+
+    def summary(self) -> dict:
+        """What `keras-nalu mnist` writes: the bound and success rate per length.
+
+        Keys are strings (JSON's); without a bound both are None.
+        """
+        bound, rates = None, None
+        if self.bound is not None:
+            bound = {str(length): value for length, value in self.bound.items()}
+            rates = {
+                unit: {str(n): rate for n, rate in unit_rates.items()}
+                for unit, unit_rates in success_rates(self.runs).items()
+            }
+        return {
+            "operation": self.runs[0]["config"]["operation"],
+            "bound": bound,
+            "success_rate": rates,
+            "baselines": self.baselines,
+            "runs": self.runs,
+        }
+
+
+def run_study(
+    configs: Sequence[MnistConfig],
+    baselines: Sequence[MnistConfig] = (),
+    verbose: bool = False,
+    on_record=None,
+) -> MnistStudy:
+    """Trains the baselines, sets the bound, trains and judges every config.
+
+    The protocol of Madsen & Johansen (2020), App. D.1: the exact-unit
+    baseline runs (`unit="exact"`, two or more) set the MSE bound per
+    length (`mse_bound`), and each run of `configs` succeeds at a length
+    where its test MSE is under it (`judge`). Without baselines there is no
+    bound, and no verdict: `success` is None per length.
+
+    Args:
+        configs: the runs to judge.
+        baselines: the exact-unit runs that set the bound; none or >= 2.
+        verbose: a progress bar per run.
+        on_record: called as `on_record(config, record)` after each run
+            (baselines first), before it is judged: e.g. to save it.
+
+    Returns:
+        A `MnistStudy` of the records, the judged runs in the order of
+        `configs`.
+    """
+
+    def run(config):
+        _, record = run_mnist(config, verbose=verbose)
+        if on_record is not None:
+            on_record(config, record)
+        return record
+
+    baseline_records = [run(config) for config in baselines]
+    bound = mse_bound(baseline_records) if baseline_records else None
+    return MnistStudy(
+        baseline_records, bound, [judge(run(config), bound) for config in configs]
+    )
+
+
 def success_rates(records: Sequence[Mapping]) -> dict[str, dict[int, float | None]]:
     """`{unit: {length: fraction of seeds that succeed}}` of judged records.
 
@@ -657,6 +726,7 @@ __all__ = [
     "UNITS",
     "Z_IDENTITY",
     "MnistConfig",
+    "MnistStudy",
     "SequentialMnistModel",
     "build_mnist_model",
     "digit_network",
@@ -667,5 +737,6 @@ __all__ = [
     "mse_bound",
     "plot_success_rate",
     "run_mnist",
+    "run_study",
     "success_rates",
 ]

