@@ -34,5 +34,9 @@ def test_on_pytorch_train_replicas_and_sweep_name_the_backends(tmp_path, monkeyp
     )
     assert report["replicas"] == message
     assert report["code"] == 2
-    assert report["stderr"] == f"keras-nalu sweep: error: {message}\n"
+    assert report["stderr"] == (
+        "keras-nalu sweep: error: Keras' torch backend (KERAS_BACKEND=torch) "
+        "cannot run `keras-nalu sweep`; run `keras-nalu sweep` with "
+        "KERAS_BACKEND=tensorflow or KERAS_BACKEND=jax.\n"
+    )
     assert not (tmp_path / "r.csv").exists()
