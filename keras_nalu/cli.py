@@ -408,8 +408,10 @@ def _sweep(args) -> int:
         parse_grid,
         parse_seeds,
     )
+    from keras_nalu.sweeps.local import filling_options
     from keras_nalu.sweeps.runner import run_sweep, summary_markdown
 
+    filling = filling_options(args)  # XLA's flags, before JAX starts
     _refuse_backend_without_fit("sweep")
     grid = load_grid_file(args.grid_file) if args.grid_file else {}
     grid.update(parse_grid(args.grid or []))
@@ -445,6 +447,7 @@ def _sweep(args) -> int:
                 gpus_per_chunk=args.gpus_per_chunk,
                 time_limit=args.time_limit,
                 chunks_per_device=args.chunks_per_device,
+                **filling,
             )
     except ClusterError as error:  # not the user's input: exit 1, one line
         print(f"keras-nalu sweep: error: {error}", file=sys.stderr)
@@ -823,6 +826,9 @@ def _sweep_flags(sweep) -> None:
         help="JAX engine: chunks trained side by side on each device, for chunks "
         "too small to fill an accelerator (on Ray: --gpus-per-chunk; default 1)",
     )
+    from keras_nalu.sweeps.local import add_filling_flags
+
+    add_filling_flags(sweep)
     sweep.add_argument(
         "--allow-overlap",
         action="store_true",

@@ -145,6 +145,13 @@ def partial_path(backup: Path) -> Path:
     return backup.with_name(f".{backup.name}.partial")
 
 
+def remove_backup(backup: str | os.PathLike) -> None:
+    """Deletes a finished run's backup, and one a kill left half-written."""
+    backup = Path(backup)
+    backup.unlink(missing_ok=True)
+    partial_path(backup).unlink(missing_ok=True)
+
+
 def _identity(run) -> dict:
     """What a backup must match: the configuration(s), seeds and engine."""
     if run.single:
@@ -196,7 +203,9 @@ def save_backup(run, path: str | os.PathLike) -> None:
     with atomic_write(path, "wb", temporary=partial_path(path)) as file:
         text = json.dumps(state, separators=(",", ":"))
         # Compressed: a backup committed beside its rows stays small.
-        np.savez_compressed(file, state=np.frombuffer(text.encode(), np.uint8), **arrays)
+        np.savez_compressed(
+            file, state=np.frombuffer(text.encode(), np.uint8), **arrays
+        )
 
 
 # What a refusal to restore says to do: the file may hold hours of training.
