@@ -191,9 +191,17 @@ def table(probe: dict) -> str:
     rows = probe["settings"]
     device = next((r["device"] for r in rows if "device" in r), "?")
     version = next((r["jax"] for r in rows if "jax" in r), "?")
+    machine = probe.get("machine", {})
+    load = ""
+    if machine:
+        load = (
+            f"; load average {machine['load_average_before'][0]:.1f} before, "
+            f"{machine['load_average_after'][0]:.1f} after, on {machine['cpus']} "
+            "CPUs"
+        )
     lines = [
         f"Device: {device}; JAX {version}; {probe.get('date', '')}; slices of "
-        f"{probe.get('slice_s', '?')} s (`benchmarks/gpu_probe.sh`).",
+        f"{probe.get('slice_s', '?')} s (`benchmarks/gpu_probe.sh`){load}.",
         "",
         "| setting | options | runs | seed-steps | wall s | compile s "
         "| seed-steps/s | wall seed-steps/s |",
@@ -259,7 +267,10 @@ def probe(
 ) -> dict:
     """Every setting for a slice, then the fastest until `seconds` are up
     (or for `train_on` seconds at most)."""
+    import speed
+
     ends = time.monotonic() + seconds - RESERVE
+    load_before = os.getloadavg()
     (out / "probe.json").unlink(missing_ok=True)
     records = []
     for name in names:
@@ -288,6 +299,7 @@ def probe(
     path = out / "probe.json"
     document = json.loads(path.read_text()) if path.is_file() else {"settings": []}
     document.update(
+        machine=speed.machine(load_before),
         date=time.strftime("%Y-%m-%d %H:%M"),
         slice_s=slice_seconds,
         fastest=name,

@@ -8,6 +8,7 @@ import dataclasses
 import json
 import shutil
 import sys
+import textwrap
 from pathlib import Path
 
 import keras
@@ -96,6 +97,13 @@ class _Diverging:
         replicas = jnp.arange(self.num_replicas)
         poisoned = (step == 150) & ((replicas == 1) | self.every)
         return jnp.where(poisoned[:, None, None], jnp.nan, x), t
+
+
+def test_the_example_of_train_packed_runs():
+    from keras_nalu.sweeps.engines import packed
+
+    text = packed.train_packed.__doc__.split("```python")[1].split("```")[0]
+    exec(textwrap.dedent(text), vars(packed).copy())
 
 
 def test_runs_of_other_lengths_evaluations_and_stops_train_together_as_alone():

@@ -126,18 +126,21 @@ def train_packed(
             stopped at its next evaluation, after its backup.
         ValueError: a run of an engine that cannot train in a pack.
 
-    Example:
+    Example (under `KERAS_BACKEND=jax`; `tests/sweeps/test_filling.py`
+    runs it):
 
-    >>> from keras_nalu.experiments import ExperimentConfig
-    >>> from keras_nalu.sweeps.engines import replica_run
-    >>> runs = [
-    ...     replica_run(ExperimentConfig(model=model, input_size=10,
-    ...                                  iterations=200, eval_every=100), [0, 1])
-    ...     for model in ("nau", "nmu")
-    ... ]
-    >>> train_packed(runs)
-    >>> [run.step for run in runs]
-    [200, 200]
+    ```python
+    from keras_nalu.experiments import ExperimentConfig
+    from keras_nalu.sweeps.engines import replica_run
+
+    runs = [
+        replica_run(ExperimentConfig(model=model, input_size=10,
+                                     iterations=200, eval_every=100), [0, 1])
+        for model in ("nau", "nmu")
+    ]
+    train_packed(runs)
+    assert [run.step for run in runs] == [200, 200]
+    ```
     """
     runs = list(runs)
     for run in runs:
