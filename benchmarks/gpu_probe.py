@@ -162,6 +162,65 @@ def train_setting(name: str, slice_seconds: float, out: Path, extra: list) -> di
     }
 
 
+CHECKED = (("nalu", "mul"), ("nac", "add"), ("nau", "sub"))
+"""The recipes `check_identity` trains, 10 replicas each (Table 2's)."""
+
+
+def check_identity(steps: int) -> dict:
+    """Whether packing and unrolling leave every bit as training alone does here.
+
+    Three of Table 2's recipes train `steps` steps alone, packed into one
+    program, and unrolled; every variable (weights, Adam's moments, flags)
+    is compared bit for bit. On a CPU they are equal
+    (`tests/sweeps/test_filling.py`); on a GPU, XLA compiles another program
+    for a pack, and this says whether its rounding is the same.
+    """
+    import jax
+    import numpy as np
+
+    from keras_nalu.experiments import ExperimentConfig
+    from keras_nalu.sweeps.engines import device_name, replica_run
+    from keras_nalu.sweeps.engines.packed import PackedBlocks
+
+    def runs(unroll=1):
+        return [
+            replica_run(
+                ExperimentConfig(model=model, operation=operation, iterations=steps),
+                list(range(10)),
+                history=False,
+                unroll=unroll,
+            )
+            for model, operation in CHECKED
+        ]
+
+    def states(trained):
+        return [[np.asarray(a) for a in run._state_arrays()] for run in trained]
+
+    started = time.monotonic()
+    alone, packed, unrolled = runs(), runs(), runs(UNROLL)
+    for run in [*alone, *unrolled]:
+        run.train_block(0, steps)
+    PackedBlocks().train(packed, steps)
+    reference = states(alone)
+
+    def same(other):
+        return all(
+            np.array_equal(a, b)
+            for mine, theirs in zip(reference, states(other))
+            for a, b in zip(mine, theirs, strict=True)
+        )
+
+    return {
+        "device": device_name(),
+        "jax": jax.__version__,
+        "steps": steps,
+        "recipes": [f"{model} {operation}" for model, operation in CHECKED],
+        "packed": same(packed),
+        f"unrolled ×{UNROLL}": same(unrolled),
+        "seconds": time.monotonic() - started,
+    }
+
+
 def _warm_thresholds(groups, results_path: Path, chunk_size: int) -> None:
     """The success thresholds of the next part's chunks, before the clock runs.
 
@@ -220,10 +279,26 @@ def table(probe: dict) -> str:
             f"{row['compile_s']:.1f} | {row['seed_steps_per_second']:,.0f} | "
             f"{row['wall_seed_steps_per_second']:,.0f} |"
         )
+    check = probe.get("identity")
+    if check and "packed" in check:
+        verdicts = [
+            f"{name} {'yes' if check[name] else 'NO'}"
+            for name in check
+            if name == "packed" or name.startswith("unrolled")
+        ]
+        lines += [
+            "",
+            f"Every bit as trained alone on this device ({', '.join(check['recipes'])}"
+            f", 10 replicas each, {check['steps']:,} steps): "
+            + "; ".join(verdicts)
+            + ".",
+        ]
+    elif check:
+        lines += ["", f"The bit-for-bit check failed: {check.get('error')}."]
     if any(row["setting"].endswith("(trained on)") for row in rows):
         lines += ["", f"The fastest, {probe['fastest']}, trained on to the end."]
     elif probe.get("fastest"):
-        lines += ["", f"The fastest: {probe['fastest']} (no time left to train on)."]
+        lines += ["", f"The fastest: {probe['fastest']}; it did not train on."]
     return "\n".join(lines) + "\n"
 
 
@@ -256,6 +331,19 @@ def _run_setting(
     return json.loads((out / "probe.json").read_text())["settings"][-1]
 
 
+def _run_check(steps: int, timeout: float, out: Path) -> dict:
+    """`check_identity` in a process of its own (JAX never starts here)."""
+    command = [sys.executable, __file__, "--out", str(out), "--check", str(steps)]
+    print(f"checking packed and unrolled steps bit for bit: {steps} steps", flush=True)
+    try:
+        done = subprocess.run(command, timeout=timeout, capture_output=True, text=True)
+    except subprocess.TimeoutExpired:
+        return {"error": f"stopped after {timeout:.0f} s"}
+    if done.returncode != 0:
+        return {"error": (done.stderr.strip().splitlines() or ["no output"])[-1]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def probe(
     out: Path,
     seconds: float,
@@ -264,14 +352,19 @@ def probe(
     extra,
     startup: float = STARTUP,
     train_on: float | None = None,
+    check_steps: int = 1000,
 ) -> dict:
-    """Every setting for a slice, then the fastest until `seconds` are up
-    (or for `train_on` seconds at most)."""
+    """The bit-for-bit check (`check_steps` steps; 0: none), every setting for
+    a slice, then the fastest until `seconds` are up (or for `train_on`
+    seconds at most)."""
     import speed
 
     ends = time.monotonic() + seconds - RESERVE
     load_before = os.getloadavg()
     (out / "probe.json").unlink(missing_ok=True)
+    identity = None
+    if check_steps:
+        identity = _run_check(check_steps, min(ends - time.monotonic(), 180), out)
     records = []
     for name in names:
         left = ends - time.monotonic()
@@ -287,7 +380,7 @@ def probe(
     fastest = max(measured, key=lambda r: r["seed_steps_per_second"], default=None)
     name = fastest["setting"] if fastest else "one-by-one"
     left = ends - time.monotonic()
-    if left > slice_seconds + startup:
+    if train_on != 0 and left > slice_seconds + startup:
         training = left - startup if train_on is None else min(train_on, left - startup)
         record = _run_setting(name, training, left, out, extra)
         if "error" not in record:
@@ -299,6 +392,7 @@ def probe(
     path = out / "probe.json"
     document = json.loads(path.read_text()) if path.is_file() else {"settings": []}
     document.update(
+        identity=identity,
         machine=speed.machine(load_before),
         date=time.strftime("%Y-%m-%d %H:%M"),
         slice_s=slice_seconds,
@@ -398,12 +492,23 @@ def main(argv=None) -> int:
     options.add_argument(
         "--train-on",
         type=float,
-        help="seconds the fastest setting trains on at most (default: to the end)",
+        help="seconds the fastest setting trains on at most (default: to the "
+        "end; 0: it does not)",
+    )
+    options.add_argument(
+        "--check",
+        type=int,
+        default=1000,
+        metavar="STEPS",
+        help="steps of the bit-for-bit check of packing and unrolling (0: none)",
     )
     options.add_argument("--setting", choices=sorted(SETTINGS), help="one setting")
     options.add_argument("extra", nargs="*", help="paper.py options (after --)")
     args = options.parse_args(argv)
     out = Path(args.out)
+    if args.setting is None and args.seconds is None and args.check:
+        print(json.dumps(check_identity(args.check)))
+        return 0
     if args.setting:
         _record(out, train_setting(args.setting, args.slice, out, args.extra))
         return 0
@@ -414,7 +519,14 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     print(resume(out, Path(args.resume)), flush=True)
     document = probe(
-        out, args.seconds, args.slice, names, args.extra, args.startup, args.train_on
+        out,
+        args.seconds,
+        args.slice,
+        names,
+        args.extra,
+        args.startup,
+        args.train_on,
+        args.check,
     )
     print(table(document))
     for tar in pack_backups(out):

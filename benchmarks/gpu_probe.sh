@@ -22,7 +22,10 @@
 # PROBE_SLICE (default 25) is each way's slice in seconds, PROBE_SETTINGS
 # (comma-separated; empty: none, only training on) the ways, PROBE_STARTUP
 # (default 30) the seconds a way's process takes beyond its slice,
-# PROBE_TRAIN_ON the most seconds the fastest trains on (default: to the end).
+# PROBE_TRAIN_ON the most seconds the fastest trains on (default: to the end;
+# 0: none),
+# PROBE_CHECK the steps of the check that packed and unrolled steps leave
+# every bit as steps alone do on this device (default 1000; 0: no check).
 # Keras and the package come from PYTHONPATH (the machine has no registry).
 set -u
 : "${1:?OUT folder}" "${2:?seconds for the whole call}"
@@ -39,6 +42,7 @@ PYTHON=${PYTHON:-python3}
     "$PYTHON" "$here/gpu_probe.py" --out "$1" --seconds "$2" \
         --resume "${RESUME:-$here/results/paper}" --slice "${PROBE_SLICE:-25}" \
         --startup "${PROBE_STARTUP:-30}" ${PROBE_TRAIN_ON:+--train-on "$PROBE_TRAIN_ON"} \
+        --check "${PROBE_CHECK:-1000}" \
         --settings "${PROBE_SETTINGS-one-by-one,packed,threads,processes,unroll,command-buffers,all}" \
         -- "${@:3}"
     echo "probe: rc $?"

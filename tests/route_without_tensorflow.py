@@ -228,6 +228,7 @@ def test_gpu_probe_measures_packed_chunks_and_processes(tmp_path):
         PROBE_SETTINGS="packed,processes",
         PROBE_SLICE="2",
         PROBE_TRAIN_ON="2",
+        PROBE_CHECK="0",  # its three tasks' thresholds would take minutes here
     )
     probe = json.loads((out / "probe.json").read_text())
     measured = {row["setting"]: row for row in probe["settings"]}

@@ -333,9 +333,8 @@ def _train(chunk, progress, backup, backup_every, deadline, unroll=1) -> list[di
             "backup_every": backup_every,
             "deadline": deadline,
             "history": False,  # the rows hold the verdicts, not the evaluations
+            "unroll": unroll,
         }
-        if unroll != 1:  # an engine without a loop to unroll refuses any other
-            options["unroll"] = unroll
         if chunk.more:
             records = train_batched(chunk.runs, **options)
         else:

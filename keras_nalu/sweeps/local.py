@@ -17,7 +17,9 @@ giving every chunk the rows it gives alone:
   own chunk (spawned, so each has its own JAX; GPU memory is taken as
   needed, `XLA_PYTHON_CLIENT_PREALLOCATE=false`, unless
   `XLA_PYTHON_CLIENT_MEM_FRACTION` gives each process its share);
-- `unroll`: steps per iteration of the compiled loop (`ReplicaRun`).
+- `unroll`: steps per iteration of the compiled loop (`ReplicaRun`);
+
+and XLA's command buffers, which `run_sweep` sets before JAX starts.
 """
 
 from __future__ import annotations
@@ -35,9 +37,11 @@ from keras_nalu.sweeps.engines.loop import _stop_requested
 GPU_PACK_REPLICAS = 1000
 """The replicas a pack holds by default on a GPU (or another accelerator).
 
-A GPU trains one chunk of 100 replicas at almost the rate of one replica,
-and one of 1,000 at 3.3 to 4 times the seed-steps of 100 (one NVIDIA H100
-and one H200, `benchmarks/gpu_speed.py`)."""
+On one NVIDIA H200, `benchmarks/speed.py` trained 1,000 replicas of one
+chunk at 9.8·10⁶ seed-steps/s and 100 at 1.6·10⁶: up to about 1,000
+replicas, more of them cost the device almost nothing
+(`benchmarks/results/gpu/summary.md`). A pack's gain on a GPU is still to be
+measured (`benchmarks/gpu_probe.sh`)."""
 
 
 def _local_devices() -> list:
@@ -56,17 +60,23 @@ def default_pack_replicas() -> int:
     """The replicas `run_sweep` packs chunks up to, unless told: by device.
 
     `GPU_PACK_REPLICAS` on an accelerator of the JAX engine; 0 (no packing)
-    on a CPU, where a step's time grows with the replicas it trains and
-    packing gains little (docs: Backends, "Filling a GPU"), and on an engine
-    that cannot pack.
+    on a CPU, where a step costs its arithmetic and a pack trained no faster
+    than its chunks one after the other (`benchmarks/step_profile.py`,
+    `benchmarks/gpu_probe.sh`; docs: Backends, "Filling a GPU"), and on an
+    engine that cannot pack.
     """
+    return GPU_PACK_REPLICAS if on_accelerator() else 0
+
+
+def on_accelerator() -> bool:
+    """Whether the JAX engine trains on an accelerator here (starts JAX)."""
     import keras
 
     if keras.backend.backend() != "jax":
-        return 0
+        return False
     import jax
 
-    return GPU_PACK_REPLICAS if jax.devices()[0].platform != "cpu" else 0
+    return jax.devices()[0].platform != "cpu"
 
 
 def add_filling_flags(parser) -> None:
@@ -113,13 +123,17 @@ def add_filling_flags(parser) -> None:
 def filling_options(args) -> dict:
     """`run_sweep`'s arguments from the flags of `add_filling_flags`.
 
-    With `--xla-command-buffers`, XLA's flags are set here, before anything
-    starts JAX (building an `ExperimentConfig` does).
+    What must be set before JAX starts (building an `ExperimentConfig`
+    does) is set here: XLA's flags of `--xla-command-buffers`, and with
+    `--processes-per-device`, no GPU memory taken up front by this process
+    either (`worker_environment`).
     """
     if args.xla_command_buffers:
         from keras_nalu.sweeps.engines.device import use_command_buffers
 
         use_command_buffers()
+    if args.processes_per_device > 1:
+        os.environ.update(worker_environment())
     return {
         "pack_replicas": args.pack_replicas,
         "processes_per_device": args.processes_per_device,

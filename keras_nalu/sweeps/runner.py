@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -55,6 +56,7 @@ from keras_nalu.sweeps.engines import TimeLimitReached, engine_class, engine_nam
 from keras_nalu.sweeps.grid import grid_configs, normalize_grid, parse_seeds
 from keras_nalu.sweeps.local import (
     default_pack_replicas,
+    on_accelerator,
     train_locally,
     worker_environment,
 )
@@ -168,13 +170,17 @@ def run_sweep(
         processes_per_device: processes training chunks (or packs) side by
             side on each device, each its own; they take GPU memory as they
             need it, or `XLA_PYTHON_CLIENT_MEM_FRACTION` each if that is set.
-            The rows are those of the chunks trained one by one.
+            The rows are those of the chunks trained one by one. They are
+            spawned: a script that asks for them runs its sweep under
+            `if __name__ == "__main__":`.
         unroll: steps per iteration of the compiled loop over a block of
             steps (JAX engine, `ReplicaRun`); the rows are the same.
         command_buffers: run the whole loop over steps as one GPU command
             buffer (CUDA graph), through XLA's flags (`XLA_FLAGS`, see
             `keras_nalu.sweeps.engines.device.use_command_buffers`); they
-            must be set before JAX starts, and change nothing on a CPU.
+            change nothing on a CPU. XLA reads them when JAX starts, which
+            building an `ExperimentConfig` does: pass a grid mapping, or set
+            the flags before (a `ValueError` says so).
 
     Returns:
         A `SweepOutcome`; its `results` are this sweep's rows of the file.
@@ -347,7 +353,17 @@ def _check_filling(ray_address, chunks_per_device, pack_replicas, filling) -> di
         )
     engine_class().check_unroll(unroll)
     if processes_per_device != 1:  # before JAX starts here: no memory up front
-        os.environ.update(worker_environment())
+        from keras_nalu.sweeps.engines.device import _jax_started
+
+        environment = worker_environment()
+        told = {"XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION"}
+        if _jax_started() and not told & set(os.environ) and on_accelerator():
+            logging.getLogger(__name__).warning(
+                "JAX started in this process before processes_per_device could "
+                "keep it from taking GPU memory up front; on a GPU, set "
+                "XLA_PYTHON_CLIENT_PREALLOCATE=false before Python starts"
+            )
+        os.environ.update(environment)
     if pack_replicas is None:
         pack_replicas = default_pack_replicas() if ray_address is None else 0
     return {**filling, "pack_replicas": pack_replicas}

@@ -12,12 +12,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = ROOT / "benchmarks" / "gpu_probe.sh"
-# Table 1's NMU, two seeds, far from its end: every slice stops at a backup.
+# Table 1's NALU and NMU, two seeds each, far from their end: each slice stops
+# at a backup.
 PLAN = ["--only", "table1", "--models", "nmu,nalu", "--seeds", "0-1"]
 PLAN += ["--iterations", "1000000"]
 
 
-def _probe(out, resume, settings, seconds=400):
+def _probe(out, resume, settings, train_on, check):
     environment = {
         **os.environ,
         "PYTHON": sys.executable,
@@ -25,10 +26,11 @@ def _probe(out, resume, settings, seconds=400):
         "RESUME": str(resume),
         "PROBE_SETTINGS": settings,
         "PROBE_SLICE": "2",
-        "PROBE_TRAIN_ON": "2",
+        "PROBE_TRAIN_ON": str(train_on),
+        "PROBE_CHECK": str(check),
     }
     done = subprocess.run(
-        ["bash", str(PROBE), str(out), str(seconds), *PLAN],
+        ["bash", str(PROBE), str(out), "400", *PLAN],
         capture_output=True,
         text=True,
         env=environment,
@@ -55,16 +57,15 @@ def _steps(out, folder) -> dict:
 def test_the_probe_writes_its_table_and_a_rerun_continues_its_backups(tmp_path):
     out, resume = tmp_path / "out", tmp_path / "committed"
     resume.mkdir()  # nothing committed: the probe starts the plan
-    log = _probe(out, resume, "one-by-one,packed")
+    # two ways, the bit-for-bit check at 10 steps, no training on
+    log = _probe(out, resume, "one-by-one,packed", train_on=0, check=10)
     table = (out / "probe.md").read_text()
     assert "Device: cpu; JAX " in table
+    assert "10 steps): packed yes; unrolled ×8 yes." in table  # bit for bit
     probe = json.loads((out / "probe.json").read_text())
     measured = {r["setting"]: r for r in probe["settings"]}
-    assert set(measured) == {
-        "one-by-one",
-        "packed",
-        f"{probe['fastest']} (trained on)",
-    }, table
+    assert set(measured) == {"one-by-one", "packed"}, table
+    assert f"The fastest: {probe['fastest']}; it did not train on." in table
     assert all(f"| {setting} |" in table for setting in measured)
     assert measured["packed"]["runs"] == 4  # both chunks, two seeds each
     assert measured["one-by-one"]["runs"] == 2  # the first chunk only
@@ -76,7 +77,8 @@ def test_the_probe_writes_its_table_and_a_rerun_continues_its_backups(tmp_path):
     assert all(path.stat().st_size <= 16 * 2**20 for path in out.iterdir())
     assert "probe: rc 0" in log
 
-    _probe(out, resume, "")  # no settings: one by one, by default, trains on
+    # no way measured: one by one, the default, trains on from the backups
+    _probe(out, resume, "", train_on=2, check=0)
     second = _steps(out, tmp_path / "second")
     (trained,) = json.loads((out / "probe.json").read_text())["settings"]
     assert trained["setting"] == "one-by-one (trained on)"

@@ -7,13 +7,13 @@ import os
 import keras
 
 COMMAND_BUFFER_FLAGS = (
-    "--xla_gpu_enable_command_buffer="
-    "FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN,CONDITIONAL,WHILE",
+    "--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL",
     "--xla_gpu_graph_min_graph_size=1",
 )
-"""XLA's flags that capture a whole compiled loop over steps, its condition
-included (`WHILE`, `CONDITIONAL`), as one GPU command buffer (a CUDA graph),
-however few kernels it holds; XLA's CPU backend reads and ignores them."""
+"""XLA's flags that add whole loops and conditionals (`WHILE`, `CONDITIONAL`)
+to the commands XLA records into GPU command buffers (CUDA graphs), so a
+compiled loop over steps, its condition included, runs as one, however few
+kernels it holds; XLA's CPU backend reads and ignores them."""
 
 
 def device_name() -> str:
