@@ -38,7 +38,8 @@ test: $(STAMP)
 	$(BIN)/mkdocs build --strict --quiet
 	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -n 2 --durations=15 -q
 	KERAS_BACKEND=jax $(BIN)/python -m pytest -n 2 -q $(CORE_TESTS) \
-		tests/sweeps/test_jax_engine.py tests/sweeps/test_seeding.py
+		tests/sweeps/test_jax_engine.py tests/sweeps/test_seeding.py \
+		tests/sweeps/test_filling.py
 	$(MAKE) test-without-tensorflow
 	KERAS_BACKEND=torch OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 -q $(CORE_TESTS)
 	$(MAKE) wheel-check
@@ -88,6 +89,7 @@ wheel-check: $(STAMP)
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -m slow -q
+	KERAS_BACKEND=jax $(BIN)/python -m pytest -n 2 -m slow -q tests/sweeps/test_filling.py
 
 # Benchmarks (long; not tests). Each writes benchmarks/results/ and prints a table.
 bench-speed: $(STAMP)

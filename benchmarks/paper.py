@@ -89,6 +89,7 @@ from published import (  # noqa: E402
 from keras_nalu.evaluation.statistics import success_rate_interval  # noqa: E402
 from keras_nalu.experiments import ExperimentConfig, total_steps  # noqa: E402
 from keras_nalu.sweeps.grid import parse_seeds  # noqa: E402
+from keras_nalu.sweeps.local import add_filling_flags, filling_options  # noqa: E402
 from keras_nalu.sweeps.results import config_id  # noqa: E402
 from keras_nalu.sweeps.summary import load_results, summarize  # noqa: E402
 
@@ -279,12 +280,18 @@ def plan_text(
     rate: float,
     step_rate: float | None = None,
     chunks_per_device: int = 1,
+    pack_replicas: int = 0,
 ) -> str:
-    """The dry run: every configuration, its seeds and seed-steps, the totals."""
+    """The dry run: every configuration, its seeds and seed-steps, the totals.
+
+    With `pack_replicas`, also the programs the chunks train in: each part's
+    consecutive chunks packed up to that many replicas (`pack_chunks`).
+    """
+    from keras_nalu.sweeps.chunks import pack_chunks
     from keras_nalu.sweeps.runner import plan_sweep
 
     lines = []
-    total_runs = total_steps_all = todo_steps = chunk_steps = chunks = 0
+    total_runs = total_steps_all = todo_steps = chunk_steps = chunks = programs = 0
     for name, seeds, configs in groups:
         lines.append(f"{PARTS[name].title} ({len(seeds)} seeds):")
         for config in configs:
@@ -296,7 +303,9 @@ def plan_text(
             )
             total_runs += len(seeds)
             total_steps_all += len(seeds) * steps
-        for chunk in plan_sweep(configs, seeds, results_path, chunk_size):
+        planned = plan_sweep(configs, seeds, results_path, chunk_size)
+        programs += len(pack_chunks(planned, pack_replicas))
+        for chunk in planned:
             done = _backed_up_step(results_path, chunk)
             chunks += 1
             todo_steps += chunk.replicas * (total_steps(chunk.config) - done)
@@ -318,6 +327,12 @@ def plan_text(
         f"(chunk size {chunk_size}; {results_path})",
         f"at {rate:.3g} seed-steps/s: {_duration(todo_steps / rate)}",
     ]
+    if pack_replicas:
+        lines.insert(
+            -1,
+            f"packed up to {pack_replicas} replicas: {chunks} chunks in {programs} "
+            "compiled programs",
+        )
     if step_rate:
         parallel = max(chunks_per_device, 1)
         lines.append(
@@ -790,6 +805,7 @@ def parser() -> argparse.ArgumentParser:
         "finish inside it)",
     )
     options.add_argument("--chunks-per-device", type=int, default=1)
+    add_filling_flags(options)
     options.add_argument(
         "--time-limit",
         type=float,
@@ -823,6 +839,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
+    filling_options(args)  # XLA's flags, before anything starts JAX
     names = [name.strip() for name in args.only.split(",") if name.strip()]
     unknown = [name for name in names if name not in PRIORITY]
     if unknown:
@@ -846,6 +863,7 @@ def main(argv=None) -> int:
                 args.rate,
                 args.step_rate,
                 args.chunks_per_device,
+                _pack_replicas(args),
             )
         )
         if nalm_cells:
@@ -878,6 +896,15 @@ def main(argv=None) -> int:
     if not complete:
         print("Stopped at the time limit: run the same command again to continue.")
     return 0
+
+
+def _pack_replicas(args) -> int:
+    """`--pack-replicas`, or the default of this device and engine."""
+    if args.pack_replicas is not None:
+        return args.pack_replicas
+    from keras_nalu.sweeps.local import default_pack_replicas
+
+    return default_pack_replicas()
 
 
 def _nalm_seeds(args) -> str:
@@ -949,6 +976,7 @@ def train(groups, nalm_cells, names, results_path: Path, args) -> bool:
                 chunk_size=args.chunk_size,
                 backup_every=args.backup_every,
                 chunks_per_device=args.chunks_per_device,
+                **filling_options(args),
             )
             print(
                 f"{PARTS[name].title}: {time.perf_counter() - started:.0f} s"
@@ -963,6 +991,7 @@ def train(groups, nalm_cells, names, results_path: Path, args) -> bool:
                 backup_every=args.backup_every,
                 time_limit=time_limit,
                 chunks_per_device=args.chunks_per_device,
+                **filling_options(args),
             )
             complete = outcome.complete
             print(

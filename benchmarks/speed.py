@@ -217,6 +217,17 @@ def _ratios(rows: list[dict]) -> dict:
     return ratios
 
 
+def machine(load_before) -> dict:
+    """The machine a benchmark ran on, and its load before and after."""
+    return {
+        "cpus": os.cpu_count(),
+        "load_average_before": load_before,
+        "load_average_after": os.getloadavg(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+
+
 def _list(text: str) -> list[str]:
     return [item for item in text.split(",") if item]
 
@@ -291,13 +302,7 @@ def main(argv=None) -> int:
         "steps": args.steps,
         "warmup": args.warmup,
         "repeats": args.repeats,
-        "machine": {
-            "cpus": os.cpu_count(),
-            "load_average_before": load_before,
-            "load_average_after": os.getloadavg(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-        },
+        "machine": machine(load_before),
         "date": time.strftime("%Y-%m-%d %H:%M", time.localtime(started)),
         "seconds": time.time() - started,
     }

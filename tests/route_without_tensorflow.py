@@ -218,6 +218,29 @@ def test_speed_benchmark_at_a_tiny_size(tmp_path):
     assert "| jax | 4 | CPU |" in done.stdout
 
 
+def test_gpu_probe_measures_packed_chunks_and_processes(tmp_path):
+    out, committed = tmp_path / "out", tmp_path / "committed"
+    committed.mkdir()  # nothing committed: the probe starts Table 1
+    command = ["bash", BENCHMARKS / "gpu_probe.sh", out, 300, "--only", "table1"]
+    command += ["--models", "nac_mul,nmu", "--seeds", "0-1"]
+    command += ["--iterations", "1000000"]
+    run(
+        *command,
+        cwd=tmp_path,
+        PYTHON=sys.executable,
+        RESUME=str(committed),
+        PROBE_SETTINGS="packed,processes",
+        PROBE_SLICE="2",
+        PROBE_TRAIN_ON="2",
+        PROBE_CHECK="0",  # its three tasks' thresholds would take minutes here
+    )
+    probe = json.loads((out / "probe.json").read_text())
+    measured = {row["setting"]: row for row in probe["settings"]}
+    assert measured["packed"]["runs"] == measured["processes"]["runs"] == 4
+    assert "(trained on)" in (out / "probe.md").read_text()
+    assert (out / "backups.tar").is_file()
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--requirements"]:
         print("\n".join(requirements()))

@@ -78,6 +78,9 @@ def add_flags(sweep) -> None:
         help="JAX engine: chunks trained side by side on each device, for chunks "
         "too small to fill an accelerator (on Ray: --gpus-per-chunk; default 1)",
     )
+    from keras_nalu.sweeps.local import add_filling_flags
+
+    add_filling_flags(sweep)
     sweep.add_argument(
         "--allow-overlap",
         action="store_true",
@@ -122,9 +125,11 @@ def _seconds(text: str) -> float:
 
 def run(args) -> int:
     from keras_nalu.sweeps.engines import ENGINES
+    from keras_nalu.sweeps.local import filling_options
     from keras_nalu.sweeps.ray_connection import ClusterError
     from keras_nalu.sweeps.runner import run_sweep
 
+    filling = filling_options(args)  # XLA's flags, before JAX starts
     refuse_backend_without_fit("sweep", ENGINES)
     grid = _grid(args)
     _check_outputs(args)
@@ -142,6 +147,7 @@ def run(args) -> int:
                 gpus_per_chunk=args.gpus_per_chunk,
                 time_limit=args.time_limit,
                 chunks_per_device=args.chunks_per_device,
+                **filling,
             )
     except ClusterError as error:  # not the user's input: exit 1, one line
         print(f"keras-nalu sweep: error: {error}", file=sys.stderr)

@@ -64,6 +64,64 @@ class Chunk:
         return self.replicas * total_steps(self.config)
 
 
+@dataclasses.dataclass(frozen=True)
+class Pack:
+    """Chunks of different recipes trained side by side in one compiled program.
+
+    Each chunk keeps its own replica run, evaluations, backup and rows
+    (`train_pack`); only the program that takes their steps is shared, so a
+    device's fixed cost of a step is paid once for all of them (JAX engine,
+    `keras_nalu.sweeps.engines.packed`).
+    """
+
+    chunks: tuple[Chunk, ...]
+
+    @property
+    def replicas(self) -> int:
+        return sum(chunk.replicas for chunk in self.chunks)
+
+    @property
+    def steps(self) -> int:
+        """Seed-steps of the pack's chunks."""
+        return sum(chunk.steps for chunk in self.chunks)
+
+
+def pack_chunks(chunks: Sequence[Chunk], replicas: int) -> list[Chunk | Pack]:
+    """Consecutive chunks packed together, up to `replicas` replicas a pack.
+
+    The chunks keep their order; a chunk of a preset that cannot be
+    vectorized, or larger than `replicas` on its own, stays alone, and a
+    pack of one chunk is that chunk. `replicas` = 0 packs nothing.
+
+    Example:
+
+    >>> chunks = [Chunk(ExperimentConfig(model=m), (0, 1)) for m in
+    ...           ("nau", "nmu", "nac", "inalu", "nalu")]
+    >>> [type(unit).__name__ for unit in pack_chunks(chunks, 4)]
+    ['Pack', 'Chunk', 'Chunk', 'Chunk']
+    >>> [unit.replicas for unit in pack_chunks(chunks, 4)]
+    [4, 2, 2, 2]
+    """
+    units: list[Chunk | Pack] = []
+    current: list[Chunk] = []
+
+    def close():
+        if current:
+            units.append(current[0] if len(current) == 1 else Pack(tuple(current)))
+            current.clear()
+
+    for chunk in chunks:
+        if not replicas or not vectorizable(chunk.config):
+            close()
+            units.append(chunk)
+            continue
+        if current and sum(c.replicas for c in current) + chunk.replicas > replicas:
+            close()
+        current.append(chunk)
+    close()
+    return units
+
+
 def plan_chunks(
     configs: Sequence[ExperimentConfig],
     seeds: Sequence[int],
@@ -255,6 +313,7 @@ def train_chunk(
     backup: str | os.PathLike | None = None,
     backup_every: float = 600.0,
     deadline: float | None = None,
+    unroll: int = 1,
 ):
     """The result rows of one chunk (runs in a Ray worker too).
 
@@ -269,7 +328,7 @@ def train_chunk(
         chunk: a `Chunk`, or a config whose `seeds` follow.
         seeds: with a config, the seeds.
         progress: as for `train_replicas`.
-        backup, backup_every, deadline: as for `train_replicas`.
+        backup, backup_every, deadline, unroll: as for `train_replicas`.
 
     Raises:
         TimeLimitReached: the chunk stopped at `deadline` (after its backup).
@@ -282,7 +341,7 @@ def train_chunk(
     if isinstance(chunk, ExperimentConfig):
         chunk = Chunk(chunk, tuple(seeds))
     with _retracing_warnings_silenced():
-        return _train(chunk, progress, backup, backup_every, deadline)
+        return _train(chunk, progress, backup, backup_every, deadline, unroll)
 
 
 @contextlib.contextmanager
@@ -307,7 +366,7 @@ def _retracing_warnings_silenced():
         logger.setLevel(level)
 
 
-def _train(chunk, progress, backup, backup_every, deadline) -> list[dict]:
+def _train(chunk, progress, backup, backup_every, deadline, unroll=1) -> list[dict]:
     from keras_nalu.sweeps.engines import (
         NotVectorizableError,
         train_batched,
@@ -324,6 +383,7 @@ def _train(chunk, progress, backup, backup_every, deadline) -> list[dict]:
             "backup_every": backup_every,
             "deadline": deadline,
             "history": False,  # the rows hold the verdicts, not the evaluations
+            "unroll": unroll,
         }
         if chunk.more:
             records = train_batched(chunk.runs, **options)
@@ -409,13 +469,80 @@ class _StopAtInterrupt(keras.callbacks.Callback):
             self.step = optimizer_step(self.model)
 
 
+def _chunk_run(chunk: Chunk, unroll: int):
+    """The replica run `train_chunk` trains a chunk as (JAX engine)."""
+    from keras_nalu.sweeps.engines import batched_run, replica_run
+
+    if chunk.more:
+        return batched_run(chunk.runs, history=False, unroll=unroll)
+    return replica_run(chunk.config, list(chunk.seeds), history=False, unroll=unroll)
+
+
+def train_pack(
+    pack: Pack,
+    on_rows,
+    progress=None,
+    backup_of=None,
+    backup_every: float = 600.0,
+    deadline: float | None = None,
+    unroll: int = 1,
+) -> None:
+    """Trains a pack's chunks side by side; each chunk's rows as it finishes.
+
+    Each chunk is the replica run `train_chunk` would train, continued from
+    its backup if it has one, and gives the rows `train_chunk` would give
+    (its `wall_time` is the time it spent in the pack); the steps of all of
+    them are one compiled program (`keras_nalu.sweeps.engines.packed`). A
+    finished chunk's rows go to `on_rows` before its backup is deleted.
+
+    Args:
+        pack: the chunks.
+        on_rows: called with each chunk's rows once it has finished.
+        progress: None, or a callable per chunk: `progress(chunk)` gives the
+            callable that receives that chunk's steps (see `train_replicas`).
+        backup_of: None, or a chunk's backup file (`chunk_backup`).
+        backup_every, deadline, unroll: as for `train_replicas`.
+
+    Raises:
+        TimeLimitReached: the chunks left stopped at `deadline`, each after
+            its backup; the finished chunks' rows were given to `on_rows`.
+    """
+    from keras_nalu.sweeps.engines.backup import remove_backup
+    from keras_nalu.sweeps.engines.packed import train_packed
+
+    chunks = list(pack.chunks)
+    backups = [None if backup_of is None else Path(backup_of(c)) for c in chunks]
+    with _retracing_warnings_silenced():
+        runs = [_chunk_run(chunk, unroll) for chunk in chunks]
+        for run, backup in zip(runs, backups):
+            if backup is not None:
+                run.restore_backup(backup)
+
+        def finished(index):
+            on_rows([record_row(record) for record in runs[index].results()])
+            if backups[index] is not None:
+                remove_backup(backups[index])
+
+        train_packed(
+            runs,
+            progress=None if progress is None else [progress(c) for c in chunks],
+            backups=backups,
+            backup_every=backup_every,
+            deadline=deadline,
+            on_finished=finished,
+        )
+
+
 __all__ = [
     "Chunk",
+    "Pack",
     "backed_up_chunks",
     "backup_files",
     "backup_name",
     "chunk_backup",
+    "pack_chunks",
     "plan_chunks",
     "remove_finished_backups",
     "train_chunk",
+    "train_pack",
 ]

@@ -273,6 +273,7 @@ def sweep_within(
     backup_every: float = 600.0,
     chunks_per_device: int = 1,
     log: Callable[[str], None] = print,
+    **options,
 ) -> bool:
     """Trains the runs `results_path` lacks in chunks that finish by `deadline`.
 
@@ -280,6 +281,9 @@ def sweep_within(
     chunk size comes from `plan_chunk_size` (at most `chunk_size`), and a
     chunk starts only if it is predicted to finish by `deadline` (a
     `time.monotonic()` time). A line is logged for each finished chunk.
+    `options` are other `run_sweep` arguments (how to fill the device:
+    `processes_per_device`, `unroll`, ...); chunks planned to finish are not
+    packed.
 
     Returns:
         True if every run is in the file, False if the deadline stopped it.
@@ -349,6 +353,7 @@ def sweep_within(
             time_limit=max(deadline - time.monotonic(), 0.0),
             chunks_per_device=chunks_per_device,
             chunk_seconds=chunk_seconds,
+            **options,
         )
         if not outcome.complete:
             return False

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from keras_nalu._validation import check_positive_int
+from keras_nalu._validation import check_non_negative_int, check_positive_int
 from keras_nalu.experiments import ExperimentConfig, check_run_memory
 from keras_nalu.export import check_output_folder
 from keras_nalu.sweeps.chunks import (
@@ -55,7 +55,12 @@ from keras_nalu.sweeps.cluster import (
 )
 from keras_nalu.sweeps.engines import TimeLimitReached, engine_class, engine_name
 from keras_nalu.sweeps.grid import grid_configs, normalize_grid, parse_seeds
-from keras_nalu.sweeps.local import train_locally
+from keras_nalu.sweeps.local import (
+    default_pack_replicas,
+    on_accelerator,
+    train_locally,
+    worker_environment,
+)
 from keras_nalu.sweeps.results import (
     CONFIG_FIELDS,
     RESULT_COLUMNS,
@@ -103,6 +108,10 @@ def run_sweep(
     chunk_seconds: Callable[[Chunk], float] | None = None,
     backup_dir: str | os.PathLike | None = None,
     gpus_per_chunk: float = 0.0,
+    pack_replicas: int | None = None,
+    processes_per_device: int = 1,
+    unroll: int = 1,
+    command_buffers: bool = False,
 ) -> SweepOutcome:
     """Trains every (configuration, seed) of a grid that the results file lacks.
 
@@ -156,6 +165,27 @@ def run_sweep(
         chunk_seconds: with `time_limit`, a chunk's predicted wall time: no
             chunk starts that is predicted to end after the limit
             (`keras_nalu.sweeps.planning` sizes chunks so that they finish).
+            Chunks are not packed then.
+        pack_replicas: on the JAX engine, consecutive chunks of different
+            recipes train side by side in one compiled program, up to this
+            many replicas together (`keras_nalu.sweeps.chunks.pack_chunks`),
+            so a GPU's fixed cost of a step is paid once for all; each chunk
+            gives the rows it gives alone. None: `default_pack_replicas()`
+            (1,000 on a GPU, 0 on a CPU); 0: no packing.
+        processes_per_device: processes training chunks (or packs) side by
+            side on each device, each its own; they take GPU memory as they
+            need it, or `XLA_PYTHON_CLIENT_MEM_FRACTION` each if that is set.
+            The rows are those of the chunks trained one by one. They are
+            spawned: a script that asks for them runs its sweep under
+            `if __name__ == "__main__":`.
+        unroll: steps per iteration of the compiled loop over a block of
+            steps (JAX engine, `ReplicaRun`); the rows are the same.
+        command_buffers: run the whole loop over steps as one GPU command
+            buffer (CUDA graph), through XLA's flags (`XLA_FLAGS`, see
+            `keras_nalu.sweeps.engines.device.use_command_buffers`); they
+            change nothing on a CPU. XLA reads them when JAX starts, which
+            building an `ExperimentConfig` does: pass a grid mapping, or set
+            the flags before (a `ValueError` says so).
 
     Returns:
         A `SweepOutcome`; its `results` are this sweep's rows of the file.
@@ -180,6 +210,12 @@ def run_sweep(
     ...            "eval_every": [100]}, "0-1", path, progress=False).skipped
     2
     """
+    if command_buffers:  # first: XLA reads them when JAX starts (a config does)
+        from keras_nalu.sweeps.engines.device import use_command_buffers
+
+        use_command_buffers()
+    filling = {"processes_per_device": processes_per_device, "unroll": unroll}
+    filling = _check_filling(ray_address, chunks_per_device, pack_replicas, filling)
     configs = _sweep_configs(grid)
     seeds = parse_seeds(seeds)
     if backup_every is not None and not backup_every >= 0:
@@ -203,6 +239,7 @@ def run_sweep(
     backup_dir = check_ray_arguments(
         ray_address, backup_dir, backup_every, gpus_per_chunk, chunks_per_device
     )
+
     deadline = None if time_limit is None else time.monotonic() + time_limit
     path = check_results_path(results_path)
     check_output_folder(path.parent, "results_path", results_path)
@@ -282,6 +319,7 @@ def run_sweep(
                     deadline,
                     chunks_per_device,
                     chunk_seconds,
+                    **filling,
                 )
             elif chunks:
                 run_on_ray(
@@ -320,6 +358,46 @@ def run_sweep(
         complete=state["complete"],
         backups=backups,
     )
+
+
+def _check_filling(ray_address, chunks_per_device, pack_replicas, filling) -> dict:
+    """`train_locally`'s ways to fill a device, checked, `pack_replicas` added."""
+    processes_per_device, unroll = filling["processes_per_device"], filling["unroll"]
+    check_positive_int("run_sweep", "processes_per_device", processes_per_device)
+    if pack_replicas is not None:
+        check_non_negative_int("run_sweep", "pack_replicas", pack_replicas)
+    if ray_address is not None and (
+        pack_replicas or processes_per_device != 1 or unroll != 1
+    ):
+        raise ValueError(
+            "On Ray, each chunk is a task of its own: pack_replicas, "
+            "processes_per_device and unroll are for sweeps trained here. "
+            f"Received: pack_replicas={pack_replicas!r}, processes_per_device="
+            f"{processes_per_device!r}, unroll={unroll!r}"
+        )
+    if processes_per_device != 1 and chunks_per_device != 1:
+        raise ValueError(
+            "run_sweep fills a device with threads (chunks_per_device) or with "
+            "processes (processes_per_device), not both. Received: "
+            f"chunks_per_device={chunks_per_device!r}, "
+            f"processes_per_device={processes_per_device!r}"
+        )
+    engine_class().check_unroll(unroll)
+    if processes_per_device != 1:  # before JAX starts here: no memory up front
+        from keras_nalu.sweeps.engines.device import _jax_started
+
+        environment = worker_environment()
+        told = {"XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION"}
+        if _jax_started() and not told & set(os.environ) and on_accelerator():
+            logging.getLogger(__name__).warning(
+                "JAX started in this process before processes_per_device could "
+                "keep it from taking GPU memory up front; on a GPU, set "
+                "XLA_PYTHON_CLIENT_PREALLOCATE=false before Python starts"
+            )
+        os.environ.update(environment)
+    if pack_replicas is None:
+        pack_replicas = default_pack_replicas() if ray_address is None else 0
+    return {**filling, "pack_replicas": pack_replicas}
 
 
 def plan_sweep(

@@ -1,6 +1,7 @@
 """benchmarks/paper.py: the plan, the verdicts, Fig. 3 read three ways, resuming."""
 
 import math
+import re
 import sys
 import time
 from pathlib import Path
@@ -251,3 +252,15 @@ def test_the_dry_run_lists_the_nalm_benchmark_in_its_place(tmp_path, capsys):
     output = capsys.readouterr().out
     # 24 cells; with 1,000 steps, 9 ranges (fewer where a range is refused)
     assert "NALM benchmark (benchmarks/nalm.py): 24 cells, still to train:" in output
+
+
+def test_the_dry_run_counts_the_programs_of_packed_chunks(tmp_path):
+    groups = paper.sweep_groups(["table2"])
+    text = paper.plan_text(groups, tmp_path / "results.csv", 1000, 4e4, None, 1, 1000)
+    # Table 2: 1,100 runs, at most 1,000 replicas in one program, the rest in another
+    assert re.search(
+        r"packed up to 1000 replicas: \d+ chunks in 2 compiled programs", text
+    )
+    assert "compiled programs" not in paper.plan_text(
+        groups, tmp_path / "r.csv", 1000, 4e4
+    )

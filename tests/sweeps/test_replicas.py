@@ -17,6 +17,7 @@ from keras_nalu.sweeps.engines import (
     train_replicas,
 )
 from keras_nalu.sweeps.engines.tensorflow import TensorFlowReplicaRun
+from keras_nalu.sweeps.results import read_results
 from tests.helpers import (
     as_format_1,
     assert_resumed_records,
@@ -521,3 +522,16 @@ def test_norm_clipping_is_each_replicas_own(option, monkeypatch):
 
 def test_set_weights_starts_one_replica_from_given_weights():
     assert_set_weights_starts_one_replica()  # the TF engine (the JAX one: there)
+
+
+def test_the_tensorflow_engine_refuses_to_unroll_and_packs_nothing(tmp_path, capsys):
+    config = ExperimentConfig(model="nau", input_size=10, iterations=100)
+    with pytest.raises(ValueError, match="unroll needs the JAX engine"):
+        replica_run(config, [0], unroll=2)
+    argv = ["sweep", "--quiet", "--grid", "model=nau,nmu", "--grid", "input_size=10"]
+    argv += ["--grid", "iterations=100", "--results", str(tmp_path / "r.csv")]
+    assert cli.main([*argv, "--unroll", "2"]) == 2
+    assert "unroll needs the JAX engine" in capsys.readouterr().err
+    # Packing is the JAX engine's: here the chunks train one by one.
+    assert cli.main([*argv, "--seeds", "0", "--pack-replicas", "100"]) == 0
+    assert len(read_results(tmp_path / "r.csv")) == 2

@@ -357,6 +357,22 @@ def test_the_sweep_command_prints_the_summary(tmp_path, capsys):
     assert np.all(rows["iterations"] == 100)
 
 
+@pytest.mark.parametrize(
+    "options, match",
+    [
+        ({"ray_address": "auto", "pack_replicas": 100}, "On Ray, each chunk"),
+        ({"processes_per_device": 2, "chunks_per_device": 2}, "not both"),
+        ({"processes_per_device": 0}, "processes_per_device"),
+        ({"pack_replicas": -1}, "pack_replicas"),
+    ],
+)
+def test_ways_to_fill_a_device_that_do_not_fit_are_refused(tmp_path, options, match):
+    config = ExperimentConfig(model="nau", input_size=10, iterations=100)
+    with pytest.raises(ValueError, match=match):
+        run_sweep([config], "0", tmp_path / "results.csv", **options)
+    assert not list(tmp_path.iterdir())
+
+
 def test_a_preset_that_cannot_be_vectorized_is_swept_seed_by_seed(tmp_path):
     # The iNALU's reinitialization acts on one model at a time: the sweep
     # trains its seeds with run_experiment and records the same verdicts.

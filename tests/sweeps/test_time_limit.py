@@ -111,7 +111,7 @@ def test_chunks_sharing_a_device_stop_at_the_deadline(monkeypatch):
     device = jax.devices()[0]
     taken = []
 
-    def fake_chunk(chunk, on_steps, backup_of, backup_every, deadline=None):
+    def fake_chunk(chunk, on_steps, backup_of, backup_every, deadline=None, unroll=1):
         taken.append(chunk)
         time.sleep(0.05)  # both workers take a chunk before either returns
         if chunk == "stops":

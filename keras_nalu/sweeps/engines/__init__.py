@@ -6,10 +6,11 @@ is shared by its backends' trainers: the setup of the replicas (`setup.py`,
 loop between evaluations (`loop.py`), the run's state (`state.py`) and its
 backup file (`backup.py`). An engine compiles the block of training steps
 and the evaluation for its Keras backend: `tensorflow.py` (`tf.function`,
-`tf.vectorized_map`) and `jax.py` (`jax.jit`, `jax.vmap`, `jax.lax.scan`).
+`tf.vectorized_map`) and `jax.py` (`jax.jit`, `jax.vmap`, `jax.lax.scan`);
+`packed.py` trains JAX runs of other recipes side by side in one program.
 `replica_run(...)` and `train_replicas(...)` (`train.py`) pick the engine of
 the Keras backend in use (`KERAS_BACKEND`). Import the public names from
-here, `keras_nalu.sweeps.engines`.
+here, `keras_nalu.sweeps.engines` (those that need JAX from their modules).
 """
 
 from keras_nalu.sweeps.engines.backup import (

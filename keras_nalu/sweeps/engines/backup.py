@@ -162,6 +162,13 @@ def partial_path(backup: Path) -> Path:
     return backup.with_name(f".{backup.name}.partial")
 
 
+def remove_backup(backup: str | os.PathLike) -> None:
+    """Deletes a finished run's backup, and one a kill left half-written."""
+    backup = Path(backup)
+    backup.unlink(missing_ok=True)
+    partial_path(backup).unlink(missing_ok=True)
+
+
 def _identity(run) -> dict:
     """What a backup must match: the configuration(s), seeds and engine."""
     if run.single:

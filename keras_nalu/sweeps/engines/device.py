@@ -1,8 +1,19 @@
-"""The device a Keras backend trains on, in words, as the result rows record it."""
+"""The device a Keras backend trains on, in words, and XLA's flags for a GPU."""
 
 from __future__ import annotations
 
+import os
+
 import keras
+
+COMMAND_BUFFER_FLAGS = (
+    "--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL",
+    "--xla_gpu_graph_min_graph_size=1",
+)
+"""XLA's flags that add whole loops and conditionals (`WHILE`, `CONDITIONAL`)
+to the commands XLA records into GPU command buffers (CUDA graphs), so a
+compiled loop over steps, its condition included, runs as one, however few
+kernels it holds; XLA's CPU backend reads and ignores them."""
 
 
 def device_name() -> str:
@@ -26,3 +37,41 @@ def device_name() -> str:
             )
             return details.get("device_name", "gpu")
     return "cpu"
+
+
+def _jax_started() -> bool:
+    """Whether JAX has created its backends (XLA's flags are read then)."""
+    import sys
+
+    if "jax" not in sys.modules:
+        return False
+    try:
+        from jax._src.xla_bridge import backends_are_initialized
+    except ImportError:  # a JAX without it: assume it has started
+        return True
+    return backends_are_initialized()
+
+
+def use_command_buffers() -> None:
+    """Adds `COMMAND_BUFFER_FLAGS` to `XLA_FLAGS`, for JAX here and the
+    processes started from here.
+
+    On a GPU, each iteration of a compiled loop otherwise launches its
+    kernels one by one and reads its condition back to the host; as one
+    command buffer, the loop runs on the device alone. Flags already set
+    are kept (a flag given twice: the last one counts).
+
+    Raises:
+        ValueError: JAX has already started here without these flags; set
+            `XLA_FLAGS` before Python starts.
+    """
+    flags = os.environ.get("XLA_FLAGS", "").split()
+    if all(flag in flags for flag in COMMAND_BUFFER_FLAGS):
+        return
+    if _jax_started():
+        raise ValueError(
+            "XLA reads its command-buffer flags when JAX starts, and JAX has "
+            "started in this process; set them before Python starts: "
+            f"XLA_FLAGS='{' '.join(COMMAND_BUFFER_FLAGS)}'"
+        )
+    os.environ["XLA_FLAGS"] = " ".join([*flags, *COMMAND_BUFFER_FLAGS])

@@ -70,6 +70,7 @@ class JaxReplicaRun(ReplicaRun):
     engine = "jax"
     supports_batched = True
     supports_state = True
+    supports_packing = True
 
     # --- construction -------------------------------------------------------
 
@@ -240,21 +241,22 @@ class JaxReplicaRun(ReplicaRun):
     ):
         steps = start + jnp.arange(n, dtype=jnp.int32)
         carry = (trainable, optimizer_state, model_state, active, diverged)
-        carry, _ = jax.lax.scan(self._step, carry, (steps, strengths))
+        carry, _ = jax.lax.scan(
+            self._step, carry, (steps, strengths), unroll=self.unroll
+        )
         return carry
 
-    def _train_block(self, start: int, strengths: np.ndarray) -> None:
-        with _precision():
-            carry = self._block_fn(
-                self._trainable,
-                self._optimizer_state,
-                self._model_state,
-                self._active_flags,
-                self._diverged,
-                jnp.asarray(start, jnp.int32),
-                jnp.asarray(strengths, jnp.float32),
-                len(strengths),
-            )
+    def _carry(self) -> tuple:
+        """What a block of steps carries: weights, optimizer, state, flags."""
+        return (
+            self._trainable,
+            self._optimizer_state,
+            self._model_state,
+            self._active_flags,
+            self._diverged,
+        )
+
+    def _set_carry(self, carry) -> None:
         (
             self._trainable,
             self._optimizer_state,
@@ -262,6 +264,16 @@ class JaxReplicaRun(ReplicaRun):
             self._active_flags,
             self._diverged,
         ) = carry
+
+    def _train_block(self, start: int, strengths: np.ndarray) -> None:
+        with _precision():
+            carry = self._block_fn(
+                *self._carry(),
+                jnp.asarray(start, jnp.int32),
+                jnp.asarray(strengths, jnp.float32),
+                len(strengths),
+            )
+        self._set_carry(carry)
 
     # --- evaluation -----------------------------------------------------------------
 

@@ -80,6 +80,123 @@ def stop_at_interrupt(second_stops_now: bool = True):
         _stop_requested.clear()
 
 
+class RunLoop:
+    """One run's side of a training loop: evaluations, backups, progress, stops.
+
+    The engine trains the steps; this decides where a block ends (the next
+    evaluation, `next_stop`) and, once the run has trained up to there
+    (`trained`), evaluates it, writes its backup when due, reports progress
+    and raises where the run stops early. `train_loop` drives one run with
+    it, `engines.packed` several at once.
+
+    Args:
+        run: a `ReplicaRun`.
+        progress, backup, backup_every, deadline: see `ReplicaRun.train`.
+    """
+
+    def __init__(
+        self,
+        run,
+        progress: bool | Callable[[int], None] = True,
+        backup: str | os.PathLike | None = None,
+        backup_every: float = 600.0,
+        deadline: float | None = None,
+    ):
+        if backup_every < 0:
+            raise ValueError(
+                f"train expects backup_every >= 0 seconds. "
+                f"Received: backup_every={backup_every!r}"
+            )
+        self.run = run
+        self.progress = progress
+        self.backup = backup
+        self.backup_every = backup_every
+        self.deadline = deadline
+        self.bar = None
+        if progress is True:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(
+                total=run.total_steps,
+                initial=run.step,
+                desc=run.description(),
+                unit="step",
+                dynamic_ncols=True,
+            )
+        elif callable(progress) and run.step:
+            progress(run.step)
+        self.started = self.last_backup = time.perf_counter()
+        self.closed = False
+
+    def begin(self) -> None:
+        """Evaluates step 0 of a new run; inside `stop_at_interrupt`."""
+        run = self.run
+        if _stop_requested.is_set():  # asked before this run started
+            raise _interrupted(run, self.backup if run.step else None)
+        if run.step == 0 and not run.verdicts.evaluated:
+            run.evaluate(0)
+
+    def next_stop(self) -> int | None:
+        """The step of the next evaluation, or None once the run has ended."""
+        run = self.run
+        if run.step >= run.total_steps or not run.verdicts.active.any():
+            return None
+        every = run.config.eval_every
+        return min((run.step // every + 1) * every, run.total_steps)
+
+    def trained(self, steps: int) -> None:
+        """The engine trained `steps` more steps, not past `next_stop()`.
+
+        At the next evaluation, evaluates, writes the backup when it is due,
+        and raises `TimeLimitReached` past the deadline or `KeyboardInterrupt`
+        after Ctrl-C, unless the run has ended.
+        """
+        run = self.run
+        stop = self.next_stop()
+        run.step += steps
+        if run.step < stop:  # a part of a block (runs trained together)
+            self._report(steps)
+            return
+        run.evaluate(run.step)
+        now = time.perf_counter()
+        out_of_time = self.deadline is not None and time.monotonic() >= self.deadline
+        interrupted = _stop_requested.is_set()
+        if self.backup is not None and (
+            out_of_time or interrupted or now - self.last_backup >= self.backup_every
+        ):
+            run.wall_time += now - self.started
+            self.started = self.last_backup = now
+            run.save_backup(self.backup)
+        self._report(steps)
+        if self.next_stop() is not None:
+            if out_of_time:
+                raise TimeLimitReached(
+                    f"{run.description()} stopped at its time limit at "
+                    f"step {run.step} of {run.total_steps}"
+                    + ("" if self.backup is None else f"; backup: {self.backup}")
+                )
+            if interrupted:
+                raise _interrupted(run, self.backup)
+
+    def _report(self, steps: int) -> None:
+        if self.bar is not None:
+            self.bar.update(steps)
+            self.bar.set_postfix(
+                running=int(self.run.verdicts.active.sum()), refresh=False
+            )
+        elif callable(self.progress):
+            self.progress(steps)
+
+    def close(self) -> None:
+        """Adds the time since the last backup to the run's wall time."""
+        if self.closed:
+            return
+        self.closed = True
+        self.run.wall_time += time.perf_counter() - self.started
+        if self.bar is not None:
+            self.bar.close()
+
+
 def train_loop(
     run,
     progress: bool | Callable[[int], None] = True,
@@ -93,66 +210,15 @@ def train_loop(
         run: a `ReplicaRun`.
         progress, backup, backup_every, deadline: see `ReplicaRun.train`.
     """
-    if backup_every < 0:
-        raise ValueError(
-            f"train expects backup_every >= 0 seconds. "
-            f"Received: backup_every={backup_every!r}"
-        )
-    bar = None
-    if progress is True:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(
-            total=run.total_steps,
-            initial=run.step,
-            desc=run.description(),
-            unit="step",
-            dynamic_ncols=True,
-        )
-    elif callable(progress) and run.step:
-        progress(run.step)
-    started = last_backup = time.perf_counter()
+    loop = RunLoop(run, progress, backup, backup_every, deadline)
     try:
         with stop_at_interrupt():
-            if _stop_requested.is_set():  # asked before this run started
-                raise _interrupted(run, backup if run.step else None)
-            if run.step == 0 and not run.verdicts.evaluated:
-                run.evaluate(0)
-            every = run.config.eval_every
-            while run.step < run.total_steps and run.verdicts.active.any():
-                stop = min((run.step // every + 1) * every, run.total_steps)
-                done = stop - run.step
+            loop.begin()
+            while (stop := loop.next_stop()) is not None:
                 run.train_block(run.step, stop)
-                run.step = stop
-                run.evaluate(run.step)
-                now = time.perf_counter()
-                out_of_time = deadline is not None and time.monotonic() >= deadline
-                interrupted = _stop_requested.is_set()
-                if backup is not None and (
-                    out_of_time or interrupted or now - last_backup >= backup_every
-                ):
-                    run.wall_time += now - started
-                    started = last_backup = now
-                    run.save_backup(backup)
-                active = run.verdicts.active
-                if bar is not None:
-                    bar.update(done)
-                    bar.set_postfix(running=int(active.sum()), refresh=False)
-                elif callable(progress):
-                    progress(done)
-                if run.step < run.total_steps and active.any():
-                    if out_of_time:
-                        raise TimeLimitReached(
-                            f"{run.description()} stopped at its time limit at "
-                            f"step {run.step} of {run.total_steps}"
-                            + ("" if backup is None else f"; backup: {backup}")
-                        )
-                    if interrupted:
-                        raise _interrupted(run, backup)
+                loop.trained(stop - run.step)
     finally:
-        run.wall_time += time.perf_counter() - started
-        if bar is not None:
-            bar.close()
+        loop.close()
     run.verdicts.finish(run.step)
 
 

@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from keras_nalu._validation import check_seeds
+from keras_nalu._validation import check_positive_int, check_seeds
 from keras_nalu.experiments import (
     ExperimentConfig,
     execution_size,
@@ -88,6 +88,10 @@ class ReplicaRun(ReplicaVariables):
             which is all the verdict needs, and gives `history=None` (a
             sweep chunk of 1,000 replicas × 5,000 evaluations would
             otherwise hold 5·10⁶ `Evaluation` objects).
+        unroll: training steps per iteration of the compiled loop over a
+            block of steps (`jax.lax.scan`'s `unroll`, JAX engine only): a
+            GPU then runs the loop's condition once per `unroll` steps. The
+            records are the same for every value.
 
     Example:
 
@@ -109,16 +113,28 @@ class ReplicaRun(ReplicaVariables):
     supports_batched = False
     #: whether the engine carries per-replica non-trainable state (noise seeds).
     supports_state = False
+    #: whether runs of other recipes train beside this one in one compiled
+    #: program (`engines.packed`), and the loop over steps unrolls (`unroll`).
+    supports_packing = False
 
     def __init__(
-        self, config: ExperimentConfig, seeds: Sequence[int], history: bool = True
+        self,
+        config: ExperimentConfig,
+        seeds: Sequence[int],
+        history: bool = True,
+        unroll: int = 1,
     ):
         seeds = check_seeds("train_replicas", seeds)
         configs = [dataclasses.replace(config, seed=s) for s in seeds]
-        self._start(configs, single=config, history=history)
+        self._start(configs, single=config, history=history, unroll=unroll)
 
     @classmethod
-    def batched(cls, configs: Sequence[ExperimentConfig], history: bool = True):
+    def batched(
+        cls,
+        configs: Sequence[ExperimentConfig],
+        history: bool = True,
+        unroll: int = 1,
+    ):
         """One run of several configurations, each with its own seed.
 
         The configs must share the model and its training (`RECIPE_FIELDS`)
@@ -128,7 +144,7 @@ class ReplicaRun(ReplicaVariables):
 
         Args:
             configs: the runs, one `ExperimentConfig` each (seed included).
-            history: as for `ReplicaRun`.
+            history, unroll: as for `ReplicaRun`.
 
         Raises:
             ValueError: the configs differ in more than their task, and this
@@ -143,10 +159,15 @@ class ReplicaRun(ReplicaVariables):
                 "(KERAS_BACKEND=jax)."
             )
         run = cls.__new__(cls)
-        run._start(configs, single=configs[0] if single else None, history=history)
+        run._start(
+            configs,
+            single=configs[0] if single else None,
+            history=history,
+            unroll=unroll,
+        )
         return run
 
-    def _start(self, configs, single, history: bool) -> None:
+    def _start(self, configs, single, history: bool, unroll: int = 1) -> None:
         if self.engine is None:
             raise TypeError(
                 "ReplicaRun is the engines' base class; build a run with "
@@ -157,6 +178,7 @@ class ReplicaRun(ReplicaVariables):
                 "ReplicaRun expects history to be True or False. "
                 f"Received: history={history!r}"
             )
+        self.unroll = self.check_unroll(unroll)
         self.configs = check_configs(configs)
         self.seeds = [c.seed for c in self.configs]
         # `config` is the shared configuration (seed ignored) of a plain run.
@@ -173,6 +195,17 @@ class ReplicaRun(ReplicaVariables):
         self.step = 0
         self.wall_time = 0.0
         self._build_engine()
+
+    @classmethod
+    def check_unroll(cls, unroll) -> int:
+        """`unroll` if this engine takes it: 1, or any integer >= 1 on JAX."""
+        check_positive_int("ReplicaRun", "unroll", unroll)
+        if unroll != 1 and not cls.supports_packing:
+            raise ValueError(
+                f"The {cls.engine} engine compiles no loop to unroll; unroll "
+                f"needs the JAX engine (KERAS_BACKEND=jax). Received: unroll={unroll}"
+            )
+        return unroll
 
     @property
     def num_replicas(self) -> int:

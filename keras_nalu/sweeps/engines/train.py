@@ -11,12 +11,11 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import keras
 
 from keras_nalu.experiments import ExperimentConfig
-from keras_nalu.sweeps.engines.backup import partial_path
+from keras_nalu.sweeps.engines.backup import remove_backup
 
 ENGINES = ("tensorflow", "jax")
 """The backends that have a replica engine."""
@@ -80,6 +79,7 @@ def replica_run(
     seeds: Sequence[int],
     engine: str | None = None,
     history: bool = True,
+    unroll: int = 1,
 ):
     """R seeds of `config` as one `ReplicaRun` on an engine, ready to train.
 
@@ -87,7 +87,7 @@ def replica_run(
         config: the configuration; its `seed` is ignored (see `seeds`).
         seeds: the replicas' seeds, distinct integers >= 0.
         engine: "tensorflow", "jax", or None for the Keras backend's.
-        history: as for `ReplicaRun`.
+        history, unroll: as for `ReplicaRun`.
 
     Returns:
         A `ReplicaRun` of the engine's class (`engine_class`).
@@ -104,13 +104,14 @@ def replica_run(
     >>> run.engine == engine_name(), run.num_replicas
     (True, 2)
     """
-    return engine_class(engine)(config, seeds, history=history)
+    return engine_class(engine)(config, seeds, history=history, unroll=unroll)
 
 
 def batched_run(
     configs: Sequence[ExperimentConfig],
     engine: str | None = None,
     history: bool = True,
+    unroll: int = 1,
 ):
     """Several configurations (each with its seed) as one `ReplicaRun`.
 
@@ -118,7 +119,7 @@ def batched_run(
     (`RECIPE_FIELDS`) and may differ in their task; runs of different tasks
     need an engine with `supports_batched` (JAX).
     """
-    return engine_class(engine).batched(configs, history=history)
+    return engine_class(engine).batched(configs, history=history, unroll=unroll)
 
 
 def train_replicas(
@@ -130,6 +131,7 @@ def train_replicas(
     engine: str | None = None,
     deadline: float | None = None,
     history: bool = True,
+    unroll: int = 1,
 ) -> list[dict]:
     """Trains `config` once per seed, all seeds in one vectorized loop.
 
@@ -159,6 +161,8 @@ def train_replicas(
             writing `backup` (see `ReplicaRun.train`); None for no limit.
         history: False for records without `history` (None), which then
             need no list of every evaluation in memory (see `ReplicaRun`).
+        unroll: steps per iteration of the compiled loop (JAX engine; see
+            `ReplicaRun`); the records are the same for every value.
 
     Returns:
         One record per seed, in the order of `seeds` (see
@@ -182,7 +186,7 @@ def train_replicas(
 
     Reference: Madsen & Johansen (2020), §4.1.1 and App. C.2.
     """
-    run = replica_run(config, seeds, engine=engine, history=history)
+    run = replica_run(config, seeds, engine=engine, history=history, unroll=unroll)
     return _train_and_clean(run, progress, backup, backup_every, deadline)
 
 
@@ -194,6 +198,7 @@ def train_batched(
     engine: str | None = None,
     deadline: float | None = None,
     history: bool = True,
+    unroll: int = 1,
 ) -> list[dict]:
     """Trains several configurations (each with its seed) as one vectorized run.
 
@@ -204,13 +209,13 @@ def train_batched(
 
     Args:
         configs: the runs, one `ExperimentConfig` each (seed included).
-        progress, backup, backup_every, engine, deadline, history: as for
-            `train_replicas`.
+        progress, backup, backup_every, engine, deadline, history, unroll:
+            as for `train_replicas`.
 
     Returns:
         One record per config, in order.
     """
-    run = batched_run(configs, engine=engine, history=history)
+    run = batched_run(configs, engine=engine, history=history, unroll=unroll)
     return _train_and_clean(run, progress, backup, backup_every, deadline)
 
 
@@ -221,6 +226,5 @@ def _train_and_clean(run, progress, backup, backup_every, deadline) -> list[dict
         progress=progress, backup=backup, backup_every=backup_every, deadline=deadline
     )
     if backup is not None:
-        Path(backup).unlink(missing_ok=True)
-        partial_path(Path(backup)).unlink(missing_ok=True)  # left by a kill mid-write
+        remove_backup(backup)
     return run.results()
