@@ -91,6 +91,31 @@ def check_positive(owner: str, name: str, value) -> float:
     return _check_real(owner, name, value, "> 0", allow_zero=False)
 
 
+def check_bounds(owner: str, min_value, max_value) -> tuple[float, float]:
+    """`(min_value, max_value)` as floats, if both are numbers (±inf too) in order.
+
+    Example:
+
+    >>> check_bounds("Clip", 0, 1)
+    (0.0, 1.0)
+    >>> check_bounds("Clip", 1, 0)
+    Traceback (most recent call last):
+    ...
+    ValueError: Clip expects min_value <= max_value. Received: min_value=1, ...
+    """
+    for name, value in (("min_value", min_value), ("max_value", max_value)):
+        if not is_real(value) or math.isnan(value):
+            raise ValueError(
+                f"{owner} expects {name} to be a number. Received: {name}={value!r}"
+            )
+    if min_value > max_value:
+        raise ValueError(
+            f"{owner} expects min_value <= max_value. "
+            f"Received: min_value={min_value!r}, max_value={max_value!r}"
+        )
+    return float(min_value), float(max_value)
+
+
 def check_choice(owner: str, name: str, value, choices) -> str:
     """`value`, if it is one of `choices`."""
     if value not in choices:

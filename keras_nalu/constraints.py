@@ -1,24 +1,10 @@
 """Weight constraints: the clamps of the NAU ([-1, 1]) and NMU ([0, 1])."""
 
-import math
-import numbers
-
 import keras
 from keras import ops
 
 from keras_nalu._api import export
-
-
-def _check_bound(name: str, value) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or math.isnan(value)
-    ):
-        raise ValueError(
-            f"Clip expects {name} to be a number. Received: {name}={value!r}"
-        )
-    return float(value)
+from keras_nalu._validation import check_bounds
 
 
 @export
@@ -44,15 +30,7 @@ class Clip(keras.constraints.Constraint):
     """
 
     def __init__(self, min_value: float = -1.0, max_value: float = 1.0):
-        _check_bound("min_value", min_value)
-        _check_bound("max_value", max_value)
-        if min_value > max_value:
-            raise ValueError(
-                "Clip expects min_value <= max_value. "
-                f"Received: min_value={min_value!r}, max_value={max_value!r}"
-            )
-        self.min_value = float(min_value)
-        self.max_value = float(max_value)
+        self.min_value, self.max_value = check_bounds("Clip", min_value, max_value)
 
     def __call__(self, w):
         return ops.clip(w, self.min_value, self.max_value)

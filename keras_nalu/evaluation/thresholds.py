@@ -86,14 +86,28 @@ def simulate_threshold(
     """
     exact = nearly_perfect_kernel(task, 0.0)
     near = nearly_perfect_kernel(task, epsilon)
+
+    def outputs(x):
+        return (
+            _evaluate(task.operation, x @ near),
+            _evaluate(task.operation, x @ exact),
+        )
+
+    return _extrapolation_mse(task, outputs, samples, seed)
+
+
+def _extrapolation_mse(task, outputs, samples: int, seed: int) -> float:
+    """Mean of `(near - exact)²` over `samples` extrapolation inputs, in chunks.
+
+    `outputs(x)` gives both solutions' outputs `(near, exact)` for a float64
+    chunk `x` drawn with the task's own NumPy sampler.
+    """
     total, count = 0.0, 0
     for chunk_index, start in enumerate(range(0, samples, SIMULATION_CHUNK)):
         n = min(SIMULATION_CHUNK, samples - start)
         x, _ = task.sample_numpy(n, "extrapolation", seed=(seed, chunk_index))
-        x = np.asarray(x, dtype=np.float64)
-        y_near = _evaluate(task.operation, x @ near)
-        y_exact = _evaluate(task.operation, x @ exact)
-        total += float(np.sum((y_near - y_exact) ** 2))
+        near, exact = outputs(np.asarray(x, dtype=np.float64))
+        total += float(np.sum((near - exact) ** 2))
         count += n
     return total / count
 
@@ -219,24 +233,18 @@ def simulate_single_module_threshold(
     """
     first, second = _single_inputs(task)
     others = [i for i in range(task.input_size) if i not in (first, second)]
-    total, count = 0.0, 0
-    for chunk_index, start in enumerate(range(0, samples, SIMULATION_CHUNK)):
-        n = min(SIMULATION_CHUNK, samples - start)
-        x, _ = task.sample_numpy(n, "extrapolation", seed=(seed, chunk_index))
-        x = np.asarray(x, dtype=np.float64)
-        a, b = x[:, first], x[:, second]
-        exact = _evaluate(task.operation, np.stack([a, b], axis=1))
+
+    def outputs(x):
+        exact = _evaluate(task.operation, x[:, [first, second]])
         if task.operation in ("add", "sub"):
-            near = exact - epsilon * np.abs(x).sum(axis=1)
-        else:
-            ignored = np.prod(1.0 - epsilon * np.abs(x[:, others]), axis=1)
-            scale = (1.0 - epsilon) ** 2
-            if task.operation == "div":
-                scale = (1.0 - epsilon) / (1.0 + epsilon)
-            near = scale * exact * ignored
-        total += float(np.sum((near - exact) ** 2))
-        count += n
-    return total / count
+            return exact - epsilon * np.abs(x).sum(axis=1), exact
+        ignored = np.prod(1.0 - epsilon * np.abs(x[:, others]), axis=1)
+        scale = (1.0 - epsilon) ** 2
+        if task.operation == "div":
+            scale = (1.0 - epsilon) / (1.0 + epsilon)
+        return scale * exact * ignored, exact
+
+    return _extrapolation_mse(task, outputs, samples, seed)
 
 
 def single_module_threshold(

@@ -10,6 +10,7 @@ from keras import ops
 from keras_nalu import _ops
 from keras_nalu._api import export
 from keras_nalu._validation import (
+    check_bounds,
     check_choice,
     check_positive,
     check_positive_int,
@@ -109,13 +110,9 @@ class OutOfBounds(ScheduledRegularizer):
         end: int | None = None,
         mode: str = "linear",
     ):
-        if min_value > max_value:
-            raise ValueError(
-                "OutOfBounds expects min_value <= max_value. "
-                f"Received: min_value={min_value!r}, max_value={max_value!r}"
-            )
-        self.min_value = float(min_value)
-        self.max_value = float(max_value)
+        self.min_value, self.max_value = check_bounds(
+            "OutOfBounds", min_value, max_value
+        )
         super().__init__(strength=strength, start=start, end=end, mode=mode)
 
     def penalty(self, w):

@@ -269,3 +269,16 @@ def test_nmru_default_is_its_papers_ten_input_ramp():
         75_000,
         "unsigned",
     )
+
+
+@pytest.mark.parametrize(
+    "min_value, max_value, message",
+    [
+        (1.0, 0.0, "OutOfBounds expects min_value <= max_value"),
+        (float("nan"), 1.0, "OutOfBounds expects min_value to be a number"),
+        (-1.0, "1", "OutOfBounds expects max_value to be a number"),
+    ],
+)
+def test_out_of_bounds_refuses_a_box_that_is_not_one(min_value, max_value, message):
+    with pytest.raises(ValueError, match=message):
+        OutOfBounds(min_value=min_value, max_value=max_value)
