@@ -235,16 +235,19 @@ def explain_record(model, config) -> dict:
         explanation = explain(
             model, input_ranges=(task.interpolation_range, task.extrapolation_range)
         )
-        comparison = compare_with_task(explanation, task)
     except (ValueError, ImportError) as error:
         return {"formula": None, "formula_error": str(error)}
     if not explanation.matches_model:
         return {
             "formula": None,
             "formula_error": str(explanation),
-            "formula_verdict": comparison.verdict,
+            "formula_verdict": "no formula",
         }
-    return {"formula": str(explanation), "formula_verdict": comparison.verdict}
+    try:  # the verdict needs SymPy; the formula does not
+        verdict = compare_with_task(explanation, task).verdict
+    except ImportError:
+        return {"formula": str(explanation)}
+    return {"formula": str(explanation), "formula_verdict": verdict}
 
 
 def verdict_line(record: dict) -> str:

@@ -127,3 +127,35 @@ RECORD = {
     "wall_time": 0.0,
     "keras_model": "model.keras",
 }
+
+
+@pytest.mark.parametrize("solved", [True, False])
+def test_without_sympy_train_records_what_explain_prints(monkeypatch, solved):
+    # The formula and the check against the model need NumPy only; the
+    # verdict against the task needs SymPy, and is left out without it.
+    from keras_nalu.experiments import ExperimentConfig
+    from keras_nalu.explain import comparison, explain
+
+    model = mixed_subtraction()
+    if not solved:
+        model.get_layer("output").kernel.assign(np.array([[1.0], [0.6]], "float32"))
+    config = ExperimentConfig(model="nau", operation="sub", input_size=10)
+    task = config.task()
+    printed = str(
+        explain(
+            model, input_ranges=(task.interpolation_range, task.extrapolation_range)
+        )
+    )
+
+    def no_sympy():
+        raise ImportError("This needs SymPy.")
+
+    monkeypatch.setattr(comparison, "import_sympy", no_sympy)
+    record = explain_record(model, config)
+
+    if solved:
+        assert record == {"formula": printed}
+        assert printed == "y = x6 - x8"
+    else:
+        assert record["formula_error"] == printed
+        assert (record["formula"], record["formula_verdict"]) == (None, "no formula")
