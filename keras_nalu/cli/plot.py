@@ -59,7 +59,7 @@ def _out_path(args, results: Path) -> Path:
 
 def _check_out(args, results: Path, out: Path) -> None:
     """One line where `out` is no PNG path to write, or not ours to replace."""
-    from keras_nalu.export import check_output_folder
+    from keras_nalu._files import check_output_folder
     from keras_nalu.sweeps.plots import made_by_plot
 
     if out.exists() and out.resolve() == results.resolve():

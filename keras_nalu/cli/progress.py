@@ -35,6 +35,7 @@ def run(args) -> int:
 
 def _backups(results: str) -> list[Path]:
     """The backup files to read: one `.npz`, or those of a results file."""
+    from keras_nalu._files import backup_folder
     from keras_nalu.sweeps.chunks import backup_files
 
     target = Path(results)
@@ -50,7 +51,7 @@ def _backups(results: str) -> list[Path]:
         files, folder = backup_files(target, target), target
     else:
         files = backup_files(target)
-        folder = target.with_name(target.name + ".backup")
+        folder = backup_folder(target)
     if not files and not target.exists():
         raise FileNotFoundError(
             f"no such results file: {target}, and no backups in {folder}/; "

@@ -71,7 +71,7 @@ def _note_pooled(args, results, by) -> None:
 
 def _write(args, summary) -> int:
     """The tables' files, or an error that the table printed is not saved."""
-    from keras_nalu.export import check_output_folder
+    from keras_nalu._files import check_output_folder
     from keras_nalu.sweeps.tables import write_summary
 
     folder = Path(args.results).parent if args.out is None else Path(args.out)

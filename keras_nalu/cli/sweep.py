@@ -181,7 +181,7 @@ def _grid(args) -> dict:
 
 def _check_outputs(args) -> None:
     """The seeds, the results file and --time-limit, checked before training."""
-    from keras_nalu.export import check_output_folder
+    from keras_nalu._files import check_output_folder
     from keras_nalu.sweeps.grid import parse_seeds
 
     parse_seeds(args.seeds)

@@ -40,7 +40,7 @@ import pandas as pd
 
 from keras_nalu._validation import check_non_negative_int, check_positive_int
 from keras_nalu.experiments import ExperimentConfig, check_run_memory
-from keras_nalu.export import check_output_folder
+from keras_nalu._files import check_output_folder
 from keras_nalu.sweeps.chunks import (
     Chunk,
     backed_up_chunks,

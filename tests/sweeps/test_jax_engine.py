@@ -485,7 +485,7 @@ def test_single_module_presets_train_as_model_fit(model, monkeypatch):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     if preset.l1 is not None:
         l1 = [r for r in run.setup.regularizers if type(r).__name__ == "L1"]
-        assert run._strengths(25, 26)[0, run.setup.regularizers.index(l1[0])] == (
+        assert run.strengths(25, 26)[0, run.setup.regularizers.index(l1[0])] == (
             pytest.approx(preset.l1["initial_strength"] * 100)
         )
 
