@@ -2,31 +2,29 @@
 
 The units are Keras layers in `keras_nalu.layers` (`keras_nalu.layers.NAU`);
 their regularizers, constraints, initializers and callbacks are in the
-modules of those names.
+modules of those names. `import keras_nalu` loads them all, so a `.keras`
+file of the package's objects loads without `custom_objects`, and changes
+nothing of the process: no environment variable, signal handler or output
+stream. The `keras-nalu` command loads them itself, after its start-up
+(`keras_nalu.cli.startup`).
 """
 
 from keras_nalu._backend_check import check_backend
-from keras_nalu._startup import (
-    answering_help,
-    interrupt_ends_cli,
-    quiet_tensorflow_startup,
-)
-
-check_backend()
-if not answering_help():  # `keras-nalu --help` needs none of what follows
-    with interrupt_ends_cli():
-        quiet_tensorflow_startup()
-
-        from keras_nalu import (
-            callbacks,
-            constraints,
-            initializers,
-            layers,
-            regularizers,
-        )
+from keras_nalu._startup import running_cli
 
 #: The one place the version is written; pyproject.toml reads it from here.
 __version__ = "0.1.0"
+
+if not running_cli():
+    check_backend()
+
+    from keras_nalu import (
+        callbacks,
+        constraints,
+        initializers,
+        layers,
+        regularizers,
+    )
 
 __all__ = [
     "callbacks",

@@ -2,22 +2,22 @@
 
 Keras reports an unknown backend, or a backend whose library is missing, with
 a long traceback from deep inside its import. `import keras_nalu` checks
-first and says what to do; the `keras-nalu` command prints that line and
-exits with status 2.
+first and raises an ImportError that says what to do; the `keras-nalu`
+command prints that line and exits with status 2.
 
 Where `KERAS_BACKEND` is unset and Keras would fall back to TensorFlow (its
 default, or the `backend` that Keras writes into `~/.keras/keras.json` on its
-first import) but TensorFlow is not installed, `import keras_nalu` picks JAX
-if JAX is installed: it sets `KERAS_BACKEND=jax` for this process, as a GPU
-machine with JAX and no TensorFlow needs. With neither installed it says in
-one line what to install.
+first import) but TensorFlow is not installed, the `keras-nalu` command picks
+JAX if JAX is installed, as a GPU machine with JAX and no TensorFlow needs
+(`keras_nalu.cli.startup`). `import keras_nalu` sets nothing: it says in one
+line to set `KERAS_BACKEND=jax` or to install TensorFlow.
 """
 
 import os
 import sys
 
 from keras_nalu._optional import installed
-from keras_nalu._startup import _running_cli, keras_backend
+from keras_nalu._startup import keras_backend
 
 #: Keras 3's backends and the library each needs.
 BACKEND_LIBRARIES = {
@@ -27,6 +27,19 @@ BACKEND_LIBRARIES = {
     "numpy": "numpy",
     "openvino": "openvino",
 }
+
+#: Where Keras would fall back to a missing TensorFlow and JAX is missing too.
+NO_BACKEND = (
+    "Keras' default backend, TensorFlow, is not installed, and neither is "
+    "JAX: pip install tensorflow, or pip install jax and set "
+    "KERAS_BACKEND=jax."
+)
+
+#: Where Keras would fall back to a missing TensorFlow and JAX is installed.
+JAX_NOT_CHOSEN = (
+    "Keras' default backend, TensorFlow, is not installed; JAX is: set "
+    "KERAS_BACKEND=jax before importing keras_nalu, or pip install tensorflow."
+)
 
 
 def backend_problem() -> str | None:
@@ -49,32 +62,17 @@ def backend_problem() -> str | None:
     return None
 
 
-def default_backend_problem() -> str | None:
-    """Picks JAX where Keras would fall back to a missing TensorFlow.
-
-    Returns None when Keras' backend can load (after setting
-    `KERAS_BACKEND=jax` where that was needed), else the one line to show.
-    """
+def tensorflow_default_missing() -> bool:
+    """Whether Keras, not yet loaded, would fall back to a missing TensorFlow."""
     if os.environ.get("KERAS_BACKEND") or "keras" in sys.modules:
-        return None
-    if keras_backend() != "tensorflow" or installed("tensorflow"):
-        return None
-    if installed("jax"):
-        os.environ["KERAS_BACKEND"] = "jax"
-        return None
-    return (
-        "Keras' default backend, TensorFlow, is not installed, and neither is "
-        "JAX: pip install tensorflow, or pip install jax and set "
-        "KERAS_BACKEND=jax."
-    )
+        return False
+    return keras_backend() == "tensorflow" and not installed("tensorflow")
 
 
 def check_backend() -> None:
-    """Raises ImportError (or, in the CLI, exits 2) on a backend that cannot load."""
-    problem = backend_problem() or default_backend_problem()
-    if problem is None:
-        return
-    if _running_cli():
-        print(f"keras-nalu: error: {problem}", file=sys.stderr)
-        sys.exit(2)
-    raise ImportError(problem)
+    """Raises ImportError, in one line, on a backend that cannot load."""
+    problem = backend_problem()
+    if problem is None and tensorflow_default_missing():
+        problem = JAX_NOT_CHOSEN if installed("jax") else NO_BACKEND
+    if problem is not None:
+        raise ImportError(problem)

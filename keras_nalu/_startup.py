@@ -1,21 +1,16 @@
-"""Keeps TensorFlow's C++ start-up lines out of the way when asked to.
+"""What the package reads of the process before Keras loads; it changes nothing.
 
-TF writes a few lines (oneDNN, "Could not find cuda drivers", cuInit, CPU
-features) before its logging is configured, so TF_CPP_MIN_LOG_LEVEL does not
-hide them. They bury the `keras-nalu` CLI's one-line messages. This module
-imports TensorFlow and starts its runtime with stderr silenced when the
-`keras-nalu` command runs or when the user set TF_CPP_MIN_LOG_LEVEL >= 1 (and
-not KERAS_NALU_TF_LOGS=1), and only when Keras will run on TensorFlow and
-TensorFlow is installed: `import keras_nalu` never needs it. Errors are
-raised, and printed, as usual.
+`keras_backend` answers which backend Keras will load, `running_cli` whether
+this process is the `keras-nalu` command, and `silenced_stderr` hides what
+C++ libraries write to file descriptor 2 for the length of a block. Only the
+command's entry point (`keras_nalu.cli.startup`) and the sweeps' Ray
+connection use the last; `import keras_nalu` never does.
 """
 
 import contextlib
 import json
 import os
 import sys
-
-from keras_nalu._optional import installed
 
 
 def keras_backend() -> str:
@@ -39,50 +34,36 @@ def keras_backend() -> str:
         return "tensorflow"
 
 
-def _running_cli() -> bool:
+def running_cli() -> bool:
+    """Whether this process is the `keras-nalu` command (or `python -m keras_nalu`).
+
+    The command's entry point then readies the process before Keras loads
+    (`keras_nalu.cli.startup.start_up`), so `import keras_nalu` leaves the
+    loading of the units to it.
+    """
     argv0 = os.path.basename(sys.argv[0]) if sys.argv else ""
     if argv0 in ("keras-nalu", "keras-nalu.exe"):
         return True
-    orig = getattr(sys, "orig_argv", [])
-    return "-m" in orig and "keras_nalu" in orig
+    return _module_run() == "keras_nalu"
 
 
-@contextlib.contextmanager
-def interrupt_ends_cli():
-    """Ctrl-C while the `keras-nalu` command imports its libraries.
+def _module_run() -> str | None:
+    """The module of `python [options] -m MODULE`, or None where Python ran no module.
 
-    Keras and its backend take seconds to import; a Ctrl-C then ends the
-    command as one during its work does: one line and status 130, not a
-    traceback from inside an import. Outside the command it is raised.
+    Read from the interpreter's own arguments, which name Python's options
+    before the module and the module's arguments after it.
     """
-    try:
-        yield
-    except KeyboardInterrupt:
-        if not _running_cli():
-            raise
-        print("keras-nalu: interrupted", file=sys.stderr)
-        sys.exit(130)
-
-
-def answering_help() -> bool:
-    """Whether this is `keras-nalu` with no sub-command: --help, --version.
-
-    That answer needs nothing of the package, so `import keras_nalu` then
-    loads neither Keras nor its backend, and it comes at once.
-    """
-    return _running_cli() and all(arg.startswith("-") for arg in sys.argv[1:])
-
-
-def _wanted() -> bool:
-    if os.environ.get("KERAS_NALU_TF_LOGS") or "tensorflow" in sys.modules:
-        return False
-    if _running_cli():
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        asked = True
-    else:
-        level = os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0")
-        asked = level.isdigit() and int(level) >= 1
-    return asked and keras_backend() == "tensorflow" and installed("tensorflow")
+    options = iter(getattr(sys, "orig_argv", [])[1:])
+    for option in options:
+        if option == "-m":
+            return next(options, None)
+        if option.startswith("-m"):
+            return option[2:]
+        if option in ("-X", "-W"):  # options that take a value
+            next(options, None)
+        elif option in ("-", "-c") or not option.startswith("-"):
+            return None  # stdin, -c or a script
+    return None
 
 
 @contextlib.contextmanager
@@ -108,16 +89,3 @@ def silenced_stderr():
         os.dup2(saved, stderr_fd)
         os.close(saved)
         os.close(devnull)
-
-
-def quiet_tensorflow_startup() -> None:
-    if not _wanted():
-        return
-    try:
-        sys.stderr.fileno()
-    except (AttributeError, OSError, ValueError):  # nothing to silence: import later
-        return
-    with silenced_stderr():
-        import tensorflow as tf
-
-        tf.config.list_logical_devices()

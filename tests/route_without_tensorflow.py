@@ -98,10 +98,17 @@ def test_tensorflow_is_not_installed_and_the_cache_is_this_runs_own():
     assert "KERAS_NALU_CACHE_DIR" in os.environ
 
 
-def test_jax_is_picked_where_keras_would_fall_back_to_tensorflow(tmp_path):
-    script = "import keras_nalu, keras; print(keras.backend.backend())"
-    done = run(sys.executable, "-c", script, cwd=tmp_path, backend=None)
-    assert done.stdout.strip() == "jax"
+def test_a_script_is_asked_to_set_keras_backend(tmp_path):
+    # `import keras_nalu` sets no environment variable; the command does
+    # (the sweep below runs with KERAS_BACKEND unset).
+    script = [sys.executable, "-c", "import keras_nalu"]
+    done = run(*script, cwd=tmp_path, backend=None, check=False)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == (
+        "ImportError: Keras' default backend, TensorFlow, is not installed; JAX "
+        "is: set KERAS_BACKEND=jax before importing keras_nalu, or pip install "
+        "tensorflow."
+    )
     helped = keras_nalu("--help", cwd=tmp_path, backend=None)
     assert "sweep" in helped.stdout
 
@@ -124,9 +131,10 @@ def test_train_replicas_simulates_the_threshold_without_tensorflow(tmp_path):
 
 def test_sweep_summarize_plot_progress_and_a_backup(tmp_path):
     results = tmp_path / "sub.csv"
-    keras_nalu(
-        "sweep", *SUB, "--seeds", "0-2", "--results", results, "--quiet", cwd=tmp_path
-    )
+    # KERAS_BACKEND unset: Keras would fall back to TensorFlow; the command
+    # picks JAX
+    sweep = ["sweep", *SUB, "--seeds", "0-2", "--results", results, "--quiet"]
+    keras_nalu(*sweep, cwd=tmp_path, backend=None)
     rows = _read_csv(results)
     assert list(rows["seed"]) == [0, 1, 2] and set(rows["engine"]) == {"jax"}
     assert (abs(rows["threshold"] - SUB_THRESHOLD) <= SUB_STANDARD_ERROR).all()

@@ -93,3 +93,15 @@ def test_no_module_imports_a_level_above_its_own():
                     f"({LEVELS[level][0]}), line {line}"
                 )
     assert not upward, upward
+
+
+def test_the_map_of_docs_architecture_names_every_module():
+    page = (ROOT.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    start = page.index("```text")
+    layout = page[start : page.index("```", start + 3)]
+    unnamed = [
+        str(path.relative_to(ROOT.parent))
+        for path in sorted(ROOT.rglob("*.py"))
+        if path.name != "__init__.py" and path.name not in layout
+    ]
+    assert not unnamed, f"modules missing from docs/architecture.md: {unnamed}"

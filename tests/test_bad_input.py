@@ -394,12 +394,12 @@ def mock_mnist(tmp_path):
 
 @pytest.fixture
 def no_mnist_training(monkeypatch):
-    from keras_nalu.experiments import mnist
+    from keras_nalu.experiments.mnist import study
 
     def refuse(*args, **kwargs):
         raise Trained
 
-    monkeypatch.setattr(mnist, "run_mnist", refuse)
+    monkeypatch.setattr(study, "run_mnist", refuse)  # what run_study runs
 
 
 @pytest.mark.parametrize(

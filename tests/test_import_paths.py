@@ -72,7 +72,7 @@ def _imported_from(tree: ast.Module) -> dict[str, str]:
     sources = {}
     body = list(tree.body)
     for node in body:
-        if isinstance(node, ast.If | ast.Try):  # `if not answering_help(): ...`
+        if isinstance(node, ast.If | ast.Try):  # `if not running_cli(): ...`
             body.extend(node.body)
         if isinstance(node, ast.ImportFrom) and node.module and not node.level:
             for alias in node.names:

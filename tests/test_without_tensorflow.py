@@ -83,47 +83,77 @@ def test_require_names_what_to_install():
         require("no_such_module_xyz", "Plotting", "no-such-package")
 
 
-def _import_without(blocked, tmp_path, monkeypatch):
-    """`import keras_nalu` with `blocked` modules unimportable, KERAS_BACKEND
-    unset and a Keras home of its own (no keras.json: Keras' default is
-    TensorFlow)."""
+def _start_without(blocked, tmp_path, monkeypatch, code: str):
+    """`code` in a fresh process with `blocked` modules unimportable,
+    KERAS_BACKEND unset and a Keras home of its own (no keras.json: Keras'
+    default is TensorFlow)."""
     monkeypatch.delenv("KERAS_BACKEND", raising=False)
     monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras_home"))
     block = "".join(f"sys.modules[{name!r}] = None; " for name in blocked)
     return subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            f"import sys; {block}import keras_nalu, keras, os; "
-            "print(keras.backend.backend(), os.environ['KERAS_BACKEND'])",
-        ],
+        [sys.executable, "-c", f"import sys; {block}{code}"],
         capture_output=True,
         text=True,
         timeout=300,
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+        cwd=tmp_path,
     )
 
 
+#: `keras-nalu summarize` of a file that is not there, as the command runs
+#: it, and its exit status.
+COMMAND = (
+    "sys.argv = ['keras-nalu', 'summarize', 'missing.csv']; "
+    "from keras_nalu.cli import main; print(main(), flush=True)"
+)
+#: Then the backend it ran on.
+BACKEND = (
+    "; import keras, os; "
+    "print(keras.backend.backend(), os.environ.get('KERAS_BACKEND'))"
+)
+
+
 @pytest.mark.skipif(not installed("jax"), reason="needs JAX")
-def test_jax_is_picked_where_keras_would_fall_back_to_a_missing_tensorflow(
+def test_the_command_picks_jax_where_keras_would_fall_back_to_a_missing_tensorflow(
     tmp_path, monkeypatch
 ):
-    done = _import_without(["tensorflow"], tmp_path, monkeypatch)
+    done = _start_without(["tensorflow"], tmp_path, monkeypatch, COMMAND + BACKEND)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.split() == ["jax", "jax"]
+    assert done.stdout.split() == ["2", "jax", "jax"]
+    assert done.stderr.strip().startswith("keras-nalu summarize: error: ")
+
+
+@pytest.mark.skipif(not installed("jax"), reason="needs JAX")
+def test_the_import_asks_for_keras_backend_where_tensorflow_is_missing(
+    tmp_path, monkeypatch
+):
+    # A library sets no environment variable: its user picks the backend.
+    done = _start_without(["tensorflow"], tmp_path, monkeypatch, "import keras_nalu")
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == (
+        "ImportError: Keras' default backend, TensorFlow, is not installed; JAX "
+        "is: set KERAS_BACKEND=jax before importing keras_nalu, or pip install "
+        "tensorflow."
+    )
+
+
+NEITHER = (
+    "Keras' default backend, TensorFlow, is not installed, and neither is "
+    "JAX: pip install tensorflow, or pip install jax and set KERAS_BACKEND=jax."
+)
 
 
 def test_without_tensorflow_or_jax_the_import_says_what_to_install(
     tmp_path, monkeypatch
 ):
-    done = _import_without(["tensorflow", "jax"], tmp_path, monkeypatch)
+    blocked = ["tensorflow", "jax"]
+    done = _start_without(blocked, tmp_path, monkeypatch, "import keras_nalu")
     assert done.returncode == 1
-    last = done.stderr.strip().splitlines()[-1]
-    assert last == (
-        "ImportError: Keras' default backend, TensorFlow, is not installed, and "
-        "neither is JAX: pip install tensorflow, or pip install jax and set "
-        "KERAS_BACKEND=jax."
-    )
+    assert done.stderr.strip().splitlines()[-1] == f"ImportError: {NEITHER}"
+    done = _start_without(blocked, tmp_path, monkeypatch, COMMAND)
+    assert done.stderr.strip().splitlines() == [f"keras-nalu: error: {NEITHER}"]
+    assert done.stdout.split() == ["2"]
 
 
 def test_a_chosen_backend_is_left_alone(tmp_path, monkeypatch):

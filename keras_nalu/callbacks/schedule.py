@@ -15,6 +15,20 @@ from keras_nalu.regularizers.schedules import (
 )
 
 
+def _penalty_names() -> str:
+    """The scheduled penalties of `keras_nalu.regularizers`, in words."""
+    from keras_nalu import regularizers
+
+    names = [
+        name
+        for name in sorted(regularizers.__all__)
+        if isinstance(getattr(regularizers, name), type)
+        and issubclass(getattr(regularizers, name), ScheduledPenalty)
+        and name not in ("ScheduledPenalty", "ScheduledRegularizer")  # bases
+    ]
+    return f"{', '.join(names[:-1])} or {names[-1]}"
+
+
 @export
 class RegularizationSchedule(keras.callbacks.Callback):
     """Ramps every scheduled regularizer's strength with the optimizer step.
@@ -96,8 +110,8 @@ class RegularizationSchedule(keras.callbacks.Callback):
         if not self._regularizers:
             warnings.warn(
                 "RegularizationSchedule found no scheduled regularizer in the "
-                "model (a keras_nalu.regularizers.ScheduledPenalty: Sparsity, "
-                "L1, ...); it does nothing.",
+                "model (a keras_nalu.regularizers.ScheduledPenalty: "
+                f"{_penalty_names()}); it does nothing.",
                 stacklevel=2,
             )
         self._warn_if_frozen()

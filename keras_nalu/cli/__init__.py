@@ -8,7 +8,8 @@ imports what it calls when it runs, so `keras-nalu --help` and `--version`
 import nothing of Keras. Shared by the commands: `parsing` (the parser, a
 flag given once, a config dataclass's flags), `messages` (errors and
 warnings in one line, in the command's words), `checks` (refusals before any
-work) and `entry` (`main`: start-up and exit statuses).
+work), `startup` (what a command sets before Keras loads: the backend,
+TensorFlow's quiet start, Ctrl-C) and `entry` (`main`: exit statuses).
 """
 
 from keras_nalu.cli.entry import build_parser, main

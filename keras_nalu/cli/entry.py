@@ -6,6 +6,7 @@ import sys
 from keras_nalu.cli.messages import error_line, one_line, warnings_in_one_line
 from keras_nalu.cli.parsing import Parser
 from keras_nalu.cli.registry import COMMANDS
+from keras_nalu.cli.startup import start_up
 
 
 def build_parser(flags: bool = True) -> argparse.ArgumentParser:
@@ -47,11 +48,15 @@ def main(argv=None) -> int:
     named = next((arg for arg in argv if not arg.startswith("-")), None)
     prog = f"keras-nalu {named}" if named in COMMANDS else "keras-nalu"
     flag_names: dict[str, str] = {}
-    # Everything, the imports of the flags included, under one handler: a
-    # Ctrl-C at any time is one line and status 130, never a traceback.
+    # Without a sub-command (--help, --version) no flags are needed, and so
+    # nothing of Keras: the answer comes at once.
+    if named is not None:
+        status = start_up()
+        if status is not None:
+            return status
+    # After the start-up, everything, the imports of the flags included, under
+    # one handler: a Ctrl-C at any time is one line and status 130.
     try:
-        # Without a sub-command (--help, --version) no flags are needed, and
-        # so nothing of Keras: the answer comes at once (keras_nalu/_startup.py).
         parser = build_parser(flags=named is not None)
         args = parser.parse_args(argv)
         flag_names = args.flag_names

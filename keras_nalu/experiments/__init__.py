@@ -4,7 +4,8 @@
   arithmetic task of Madsen & Johansen (2020) with one of the papers' presets;
   its names are importable from here, `keras_nalu.experiments`;
 - `mnist`: sequential MNIST (`keras_nalu.experiments.mnist.run_mnist`), the
-  recurrent task of Madsen & Johansen (2020), §4.2; import it from its module.
+  recurrent task of Madsen & Johansen (2020), §4.2; import its names from its
+  package, `keras_nalu.experiments.mnist`.
 """
 
 from keras_nalu.experiments.arithmetic import (

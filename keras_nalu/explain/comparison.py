@@ -8,17 +8,17 @@ from fractions import Fraction
 
 from keras_nalu.explain.explanation import Explanation, explain
 from keras_nalu.explain.expression import (
-    _import_sympy,
-    _linear_form,
-    _make_product,
-    _make_sum,
-    _Node,
-    _Product,
-    _render,
-    _split_sign,
-    _sympy_equal,
-    _to_sympy,
-    _Var,
+    Node,
+    Product,
+    Var,
+    import_sympy,
+    linear_form,
+    make_product,
+    make_sum,
+    render,
+    split_sign,
+    sympy_equal,
+    to_sympy,
 )
 from keras_nalu.tasks.operations import OPERATIONS
 
@@ -46,7 +46,7 @@ class TaskComparison:
         return f"{self.verdict}: {self.detail}" if self.detail else self.verdict
 
 
-def _task_tree(task, inputs: list[_Var]) -> _Node:
+def _task_tree(task, inputs: list[Var]) -> Node:
     operation = str(task.operation)
     if operation not in OPERATIONS:
         raise ValueError(
@@ -68,16 +68,16 @@ def _task_tree(task, inputs: list[_Var]) -> _Node:
             f"[0, {size}]. Received: subsets={task.subsets}"
         )
     a, b = (
-        _make_sum((1, inputs[i]) for i in range(start, end))
+        make_sum((1, inputs[i]) for i in range(start, end))
         for start, end in (subsets + subsets)[:2]
     )
     return {
-        "add": lambda: _make_sum([(1, a), (1, b)]),
-        "sub": lambda: _make_sum([(1, a), (-1, b)]),
-        "mul": lambda: _make_product([(1, a), (1, b)]),
-        "div": lambda: _make_product([(1, a), (-1, b)]),
-        "squared": lambda: _make_product([(2, a)]),
-        "root": lambda: _make_product([(Fraction(1, 2), a)]),
+        "add": lambda: make_sum([(1, a), (1, b)]),
+        "sub": lambda: make_sum([(1, a), (-1, b)]),
+        "mul": lambda: make_product([(1, a), (1, b)]),
+        "div": lambda: make_product([(1, a), (-1, b)]),
+        "squared": lambda: make_product([(2, a)]),
+        "root": lambda: make_product([(Fraction(1, 2), a)]),
     }[operation]()
 
 
@@ -128,21 +128,21 @@ def _indices(indices: list[int], names: list[str]) -> str:
     return ", ".join(texts)
 
 
-def _unit_factors(node: _Node):
+def _unit_factors(node: Node):
     """[(power, linear form, text)] with integer powers split into unit ones,
     or None when the node is not a product of signed sums."""
-    _, node = _split_sign(node)  # the sign was judged by SymPy already
-    factors = node.factors if isinstance(node, _Product) else ((Fraction(1), node),)
+    _, node = split_sign(node)  # the sign was judged by SymPy already
+    factors = node.factors if isinstance(node, Product) else ((Fraction(1), node),)
     result = []
     for power, child in factors:
-        form = _linear_form(child)
+        form = linear_form(child)
         if form is None:
             return None
         if power.denominator == 1:
             unit = Fraction(1 if power > 0 else -1)
-            result.extend([(unit, form, _render(child))] * abs(power.numerator))
+            result.extend([(unit, form, render(child))] * abs(power.numerator))
         else:
-            result.append((power, form, _render(child)))
+            result.append((power, form, render(child)))
     return result
 
 
@@ -223,34 +223,34 @@ def compare_with_task(
     >>> result.detail.split("; ")[0]
     'factor 2 (x2 + x3) has missing input x1'
     """
-    sympy = _import_sympy()
+    sympy = import_sympy()
     if isinstance(explanation_or_model, Explanation):
         explanation = explanation_or_model
     else:
         explanation = explain(explanation_or_model, **explain_kwargs)
     names = explanation.input_names
     inputs = [
-        _Var(name, "x" if name == f"x{i}" else None, i) for i, name in enumerate(names)
+        Var(name, "x" if name == f"x{i}" else None, i) for i, name in enumerate(names)
     ]
     target = _task_tree(task, inputs)
-    tree = explanation._trees[output]
+    tree = explanation.trees[output]
     symbols = [sympy.Symbol(name) for name in names]
-    model_expr, target_expr = _to_sympy(tree, sympy), _to_sympy(target, sympy)
-    computed = explanation._computed(output)
+    model_expr, target_expr = to_sympy(tree, sympy), to_sympy(target, sympy)
+    computed = explanation.matches_model_at(output)
     computes = (
         f"the model computes {explanation.outputs[output]}, "
         if computed
         else f"the rounded weights read {explanation.outputs[output]}, "
-    ) + f"the task ({task.operation}) is {_render(target)}"
+    ) + f"the task ({task.operation}) is {render(target)}"
 
-    if _sympy_equal(model_expr, target_expr, symbols, sympy):
+    if sympy_equal(model_expr, target_expr, symbols, sympy):
         verdict, detail = "exact", computes
-    elif _sympy_equal(model_expr, -target_expr, symbols, sympy):
+    elif sympy_equal(model_expr, -target_expr, symbols, sympy):
         verdict, detail = "exact up to sign", computes
     else:
         verdict, detail = _difference(tree, target, names, computes)
     if not computed:
-        reason = explanation._no_formula_reason(output)
+        reason = explanation.no_formula_reason(output)
         nearest = f"the nearest reading would be {verdict}: {detail}"
         return TaskComparison("no formula", f"{reason}; {nearest}")
     if not explanation.discrete:
@@ -269,7 +269,7 @@ def compare_with_task(
 
 
 def _difference(tree, target, names, computes) -> tuple[str, str]:
-    target_form, model_form = _linear_form(target), _linear_form(tree)
+    target_form, model_form = linear_form(target), linear_form(tree)
     if target_form is not None:
         if model_form is None:
             return "wrong operation", computes

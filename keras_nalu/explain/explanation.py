@@ -9,22 +9,22 @@ from typing import Any
 import numpy as np
 
 from keras_nalu.explain.expression import (
-    _evaluate,
-    _Gated,
-    _import_sympy,
-    _render,
-    _sympy_equal,
-    _to_sympy,
-    _Var,
+    Gated,
+    Var,
+    evaluate,
+    import_sympy,
+    render,
+    sympy_equal,
+    to_sympy,
 )
 from keras_nalu.explain.readers import (
-    _chain,
-    _input_size,
-    _map_kind,
-    _numpy,
-    _read_composition,
-    _read_layer,
-    _reads_inputs,
+    float64_array,
+    layer_chain,
+    layer_input_size,
+    map_kind,
+    needs_inputs,
+    read_composition,
+    read_layer,
 )
 from keras_nalu.tasks.ranges import Range
 
@@ -68,6 +68,8 @@ class Explanation:
         tolerance: the `tolerance` of `explain`: for the weights and for
             `differences`.
         sample: the inputs the expressions were checked on, in words.
+        trees: per output, the expression as a tree of nodes, which
+            `sympy`, `equivalent_to` and `compare_with_task` read.
 
     `str()` gives `"y = ..."` (one `"y<i> = ..."` line per output when there
     are several), followed by `"  [approximate: ...]"` when not discrete; an
@@ -99,7 +101,7 @@ class Explanation:
     differences: list[float | None] = dataclasses.field(default_factory=list)
     tolerance: float = 0.01
     sample: str = ""
-    _trees: list[Any] = dataclasses.field(
+    trees: list[Any] = dataclasses.field(
         default_factory=list, repr=False, compare=False
     )
 
@@ -107,17 +109,18 @@ class Explanation:
     def matches_model(self) -> bool:
         """Whether every output's expression is what the model computes: within
         `tolerance` of its predictions on the sample inputs."""
-        return all(self._computed(i) for i in range(len(self.outputs)))
+        return all(self.matches_model_at(i) for i in range(len(self.outputs)))
 
-    def _computed(self, output: int) -> bool:
+    def matches_model_at(self, output: int) -> bool:
+        """Whether output `output`'s expression is what the model computes."""
         difference = self.differences[output]
         return difference is not None and difference <= self.tolerance
 
-    def _no_formula_reason(self, output: int) -> str:
+    def no_formula_reason(self, output: int) -> str:
         """Why output `output` reads as no formula, in words."""
         difference = self.differences[output]
         if difference is None:
-            tree = self._trees[output]
+            tree = self.trees[output]
             gates = [note for note in self.notes if _mentions_gate(tree, note)]
             return "; ".join(gates or self.notes)
         return (
@@ -136,17 +139,17 @@ class Explanation:
         lines = []
         for i, text in enumerate(self.outputs):
             name = "y" if single else f"y{i}"
-            if self._computed(i):
+            if self.matches_model_at(i):
                 lines.append(f"{name} = {text}")
                 continue
-            reason = self._no_formula_reason(i)
+            reason = self.no_formula_reason(i)
             if self.deviations:
                 reason += f"; {self._deviation_text()}"
             lines.append(
                 f"no formula: {reason}" if single else f"{name}: no formula ({reason})"
             )
         text = "\n".join(lines)
-        shown = [d for i, d in enumerate(self.differences) if self._computed(i)]
+        shown = [d for i, d in enumerate(self.differences) if self.matches_model_at(i)]
         if shown and self.deviations:
             text += (
                 f"  [approximate: {self._deviation_text()}; within "
@@ -166,8 +169,8 @@ class Explanation:
         >>> explain(model).sympy()
         [x0 - x2]
         """
-        sympy = _import_sympy()
-        return [_to_sympy(tree, sympy) for tree in self._trees]
+        sympy = import_sympy()
+        return [to_sympy(tree, sympy) for tree in self.trees]
 
     def equivalent_to(self, target: str, output: int = 0) -> bool:
         """Whether output `output` equals `target` for all inputs (SymPy).
@@ -187,13 +190,13 @@ class Explanation:
         >>> explain(model).equivalent_to("x0*x2 + x1*x2")
         True
         """
-        sympy = _import_sympy()
+        sympy = import_sympy()
         from sympy.parsing.sympy_parser import parse_expr
 
         symbols = [sympy.Symbol(name) for name in self.input_names]
         names = {str(symbol): symbol for symbol in symbols}
         parsed = parse_expr(target, local_dict={"x": symbols, "sum": sum, **names})
-        return _sympy_equal(self.sympy()[output], parsed, symbols, sympy)
+        return sympy_equal(self.sympy()[output], parsed, symbols, sympy)
 
 
 def explain(
@@ -281,10 +284,10 @@ def explain(
         raise ValueError(
             f"explain() expects 0 <= tolerance < 0.5. Received: tolerance={tolerance}"
         )
-    chain = _chain(model)
-    size = _input_size(chain[0])
+    chain = layer_chain(model)
+    size = layer_input_size(chain[0])
     if input_names is None:
-        inputs = [_Var(f"x{i}", "x", i) for i in range(size)]
+        inputs = [Var(f"x{i}", "x", i) for i in range(size)]
     else:
         input_names = [str(name) for name in input_names]
         if len(input_names) != size:
@@ -292,7 +295,7 @@ def explain(
                 f"explain() expects {size} input_names for this model. "
                 f"Received: {len(input_names)} names"
             )
-        inputs = [_Var(name, None, i) for i, name in enumerate(input_names)]
+        inputs = [Var(name, None, i) for i, name in enumerate(input_names)]
     checked, described = _sample(sample_inputs, input_ranges, size)
 
     gate_names = [f"g{i}" for i in range(sum(getattr(x, "units", 0) for x in chain))]
@@ -300,11 +303,11 @@ def explain(
     hidden_count = len(chain) - 1
     previous_names, sample, depth = inputs, checked, 0
     # The layers' inputs are computed as far as a layer reads them.
-    reads_inputs = [_reads_inputs(layer) for layer in chain]
+    reads_inputs = [needs_inputs(layer) for layer in chain]
     for kind, group in _groups(chain, tolerance):
         readings = []
         for layer in group:
-            reading = _read_layer(layer, tolerance, sample, gate_names)
+            reading = read_layer(layer, tolerance, sample, gate_names)
             readings.append(reading)
             notes.extend(reading.notes)
             last = depth == len(chain) - 1
@@ -315,17 +318,17 @@ def explain(
             summaries.append(summary)
             depth += 1
             if any(reads_inputs[depth:]):
-                sample = _numpy(layer(sample)).astype("float32")
+                sample = float64_array(layer(sample)).astype("float32")
         # Consecutive linear layers are one map: read it, not each factor.
-        whole = readings[0] if len(group) == 1 else _read_composition(group, kind)
+        whole = readings[0] if len(group) == 1 else read_composition(group, kind)
         expressions = whole.build(expressions)
         distances.extend(whole.distances)
 
     off = sorted((d for d in distances if d[3] > tolerance), key=lambda d: -d[3])
     max_deviation = max((d[3] for d in distances), default=0.0)
-    predictions = _numpy(model(checked)).reshape(len(checked), -1)
+    predictions = float64_array(model(checked)).reshape(len(checked), -1)
     return Explanation(
-        outputs=[_render(node) for node in expressions],
+        outputs=[render(node) for node in expressions],
         discrete=not off and not notes,
         max_deviation=float(max_deviation),
         deviations=[(name, loc, weight) for name, loc, weight, _ in off],
@@ -338,7 +341,7 @@ def explain(
         ],
         tolerance=tolerance,
         sample=described,
-        _trees=list(expressions),
+        trees=list(expressions),
     )
 
 
@@ -346,7 +349,7 @@ def _groups(chain, tolerance) -> list[tuple[str | None, list]]:
     """The chain cut into runs of layers of one linear kind, others alone."""
     groups: list[tuple[str | None, list]] = []
     for layer in chain:
-        kind = _map_kind(layer, tolerance)
+        kind = map_kind(layer, tolerance)
         if kind is not None and groups and groups[-1][0] == kind:
             groups[-1][1].append(layer)
         else:
@@ -364,7 +367,7 @@ def _summary(layer, reading, previous_names, prefix, last, tolerance):
     parts = []
     for j, (name, node) in enumerate(zip(names, local)):
         extra = f" ({reading.gate_text[j]})" if reading.gate_text[j] else ""
-        parts.append(f"{name} = {_render(node)}{extra}")
+        parts.append(f"{name} = {render(node)}{extra}")
     off = [d for d in reading.distances if d[3] > tolerance]
     if off:
         worst = max(off, key=lambda d: d[3])
@@ -373,7 +376,7 @@ def _summary(layer, reading, previous_names, prefix, last, tolerance):
             f"{worst[0]}[{worst[1][0]},{worst[1][1]}]]"
         )
     summary = f"{layer.name}: " + "; ".join(parts)
-    return summary, [_Var(name, prefix, j) for j, name in enumerate(names)]
+    return summary, [Var(name, prefix, j) for j, name in enumerate(names)]
 
 
 def _sample(sample_inputs, input_ranges, size) -> tuple[np.ndarray, str]:
@@ -404,7 +407,7 @@ def _sample(sample_inputs, input_ranges, size) -> tuple[np.ndarray, str]:
 def _largest_difference(node, inputs, predictions) -> float | None:
     """max |expression - prediction| / max(|prediction|, 1) over the inputs;
     None when the expression has a free gate."""
-    values = _evaluate(node, inputs.astype("float64"))
+    values = evaluate(node, inputs.astype("float64"))
     if values is None:
         return None
     predictions = predictions.astype("float64")
@@ -422,7 +425,7 @@ def _mentions_gate(node, note: str) -> bool:
 
 
 def _gates(node) -> set[str]:
-    if isinstance(node, _Gated):
+    if isinstance(node, Gated):
         return {node.gate} | _gates(node.additive) | _gates(node.multiplicative)
     children = getattr(node, "terms", None) or getattr(node, "factors", None) or ()
     return set().union(*(_gates(child) for _, child in children))

@@ -1,11 +1,11 @@
 """The expression tree `explain` builds: small, hashable, from rounded weights.
 
-Nodes are inputs (`_Var`), integer constants, signed sums, products with
-rational powers and NALU-style gated pairs. `_make_sum` and `_make_product`
+Nodes are inputs (`Var`), integer constants, signed sums, products with
+rational powers and NALU-style gated pairs. `make_sum` and `make_product`
 simplify as they build (nested sums flattened, like terms merged, constants
-folded), `_render` writes the Python/SymPy text `explain` reports, and
-`_to_sympy` gives the SymPy expression that `Explanation.equivalent_to` and
-`compare_with_task` judge with, and `_evaluate` its values on a batch of
+folded), `render` writes the Python/SymPy text `explain` reports, and
+`to_sympy` gives the SymPy expression that `Explanation.equivalent_to` and
+`compare_with_task` judge with, and `evaluate` its values on a batch of
 inputs, against which `explain` checks the model's predictions.
 """
 
@@ -24,7 +24,7 @@ SYMPY_HINT = (
 
 
 @dataclasses.dataclass(frozen=True)
-class _Var:
+class Var:
     name: str
     family: str | None  # "x" renders runs x3, x4, x5 as sum(x[3:6])
     index: int
@@ -37,25 +37,25 @@ class _Const:
 
 @dataclasses.dataclass(frozen=True)
 class _Sum:
-    terms: tuple[tuple[int, _Node], ...]  # (coefficient, non-sum child)
+    terms: tuple[tuple[int, Node], ...]  # (coefficient, non-sum child)
 
 
 @dataclasses.dataclass(frozen=True)
-class _Product:
-    factors: tuple[tuple[Fraction, _Node], ...]  # (power, non-product child)
+class Product:
+    factors: tuple[tuple[Fraction, Node], ...]  # (power, non-product child)
 
 
 @dataclasses.dataclass(frozen=True)
-class _Gated:
+class Gated:
     gate: str
-    additive: _Node
-    multiplicative: _Node
+    additive: Node
+    multiplicative: Node
 
 
-_Node = _Var | _Const | _Sum | _Product | _Gated
+Node = Var | _Const | _Sum | Product | Gated
 
 
-def _make_sum(terms) -> _Node:
+def make_sum(terms) -> Node:
     """Σ coefficient·node, nested sums flattened, constants folded."""
     flat, constant = [], 0
     for coefficient, node in terms:
@@ -73,14 +73,14 @@ def _make_sum(terms) -> _Node:
             flat.append((coefficient, node))
     # Like terms merge (h0 + h1 of a linear chain is one linear form), and
     # inputs come in index order so runs can collapse.
-    merged: dict[_Node, int] = {}
+    merged: dict[Node, int] = {}
     for coefficient, node in flat:
         merged[node] = merged.get(node, 0) + coefficient
     variables = sorted(
-        (node for node, c in merged.items() if c and isinstance(node, _Var)),
+        (node for node, c in merged.items() if c and isinstance(node, Var)),
         key=lambda node: (node.family or "", node.index, node.name),
     )
-    others = [n for n, c in merged.items() if c and not isinstance(n, _Var)]
+    others = [n for n, c in merged.items() if c and not isinstance(n, Var)]
     flat = [(merged[node], node) for node in [*variables, *others]]
     if constant:
         flat.append((1 if constant > 0 else -1, _Const(abs(constant))))
@@ -91,18 +91,18 @@ def _make_sum(terms) -> _Node:
     return _Sum(tuple(flat))
 
 
-def _split_sign(node: _Node) -> tuple[int, _Node]:
+def split_sign(node: Node) -> tuple[int, Node]:
     """(sign, positive node): -(a + b) → (-1, a + b); keeps x0 - x1 as it is."""
     if not isinstance(node, _Sum):
         return 1, node
     negatives = sum(coefficient < 0 for coefficient, _ in node.terms)
     positives = len(node.terms) - negatives
     if negatives > positives or (negatives == positives and node.terms[0][0] < 0):
-        return -1, _make_sum((-c, child) for c, child in node.terms)
+        return -1, make_sum((-c, child) for c, child in node.terms)
     return 1, node
 
 
-def _make_product(factors, keep_sign: bool = True) -> _Node:
+def make_product(factors, keep_sign: bool = True) -> Node:
     """∏ node**power; signs of the factors move in front (or vanish when the
     product is of magnitudes, as in NAC•)."""
     sign, powers = 1, {}
@@ -110,10 +110,10 @@ def _make_product(factors, keep_sign: bool = True) -> _Node:
         power = Fraction(power)
         if power == 0:
             continue
-        factor_sign, node = _split_sign(node)
+        factor_sign, node = split_sign(node)
         if factor_sign < 0 and power.denominator == 1 and power.numerator % 2:
             sign = -sign
-        inner = node.factors if isinstance(node, _Product) else ((1, node),)
+        inner = node.factors if isinstance(node, Product) else ((1, node),)
         for inner_power, child in inner:
             if isinstance(child, _Const) and child.value == 1:
                 continue
@@ -126,14 +126,14 @@ def _make_product(factors, keep_sign: bool = True) -> _Node:
     elif len(kept) == 1 and kept[0][0] == 1:
         result = kept[0][1]
     else:
-        result = _Product(kept)
+        result = Product(kept)
     if keep_sign and sign < 0:
-        return _make_sum([(-1, result)])
+        return make_sum([(-1, result)])
     return result
 
 
-def _render(node: _Node) -> str:
-    if isinstance(node, _Var):
+def render(node: Node) -> str:
+    if isinstance(node, Var):
         return node.name
     if isinstance(node, _Const):
         return str(node.value)
@@ -143,12 +143,12 @@ def _render(node: _Node) -> str:
         for sign, item in items[1:]:
             text += (" - " if sign < 0 else " + ") + item
         return text
-    if isinstance(node, _Product):
+    if isinstance(node, Product):
         numerator = [_factor_text(p, c) for p, c in node.factors if p > 0]
         denominator = [_factor_text(-p, c) for p, c in node.factors if p < 0]
         text = " * ".join(numerator) or "1"
         return "".join([text, *(f" / {d}" for d in denominator)])
-    additive, multiplicative = _render(node.additive), _render(node.multiplicative)
+    additive, multiplicative = render(node.additive), render(node.multiplicative)
     return f"{node.gate}*({additive}) + (1 - {node.gate})*({multiplicative})"
 
 
@@ -171,7 +171,7 @@ def _sum_items(node: _Sum) -> list[tuple[int, str]]:
         run.clear()
 
     for coefficient, child in node.terms:
-        if isinstance(child, _Var) and child.family is not None:
+        if isinstance(child, Var) and child.family is not None:
             if run and not (
                 run[-1][0] == coefficient
                 and run[-1][1].family == child.family
@@ -181,8 +181,8 @@ def _sum_items(node: _Sum) -> list[tuple[int, str]]:
             run.append((coefficient, child))
             continue
         close_run()
-        text = _render(child)
-        if isinstance(child, _Gated):
+        text = render(child)
+        if isinstance(child, Gated):
             text = f"({text})"
         elif abs(coefficient) != 1:
             text = f"{abs(coefficient)}*{text}"
@@ -191,9 +191,9 @@ def _sum_items(node: _Sum) -> list[tuple[int, str]]:
     return items
 
 
-def _factor_text(power: Fraction, node: _Node) -> str:
-    text = _render(node)
-    if isinstance(node, _Gated) or (
+def _factor_text(power: Fraction, node: Node) -> str:
+    text = render(node)
+    if isinstance(node, Gated) or (
         isinstance(node, _Sum) and text != _sum_items(node)[0][1]
     ):
         text = f"({text})"  # keeps sum(x[0:25]) bare, wraps x0 + x1 and -x2
@@ -204,43 +204,43 @@ def _factor_text(power: Fraction, node: _Node) -> str:
     return f"{text}**({power.numerator}/{power.denominator})"
 
 
-def _to_sympy(node: _Node, sympy):
-    if isinstance(node, _Var):
+def to_sympy(node: Node, sympy):
+    if isinstance(node, Var):
         return sympy.Symbol(node.name)
     if isinstance(node, _Const):
         return sympy.Integer(node.value)
     if isinstance(node, _Sum):
-        return sympy.Add(*(c * _to_sympy(child, sympy) for c, child in node.terms))
-    if isinstance(node, _Product):
+        return sympy.Add(*(c * to_sympy(child, sympy) for c, child in node.terms))
+    if isinstance(node, Product):
         return sympy.Mul(
             *(
                 sympy.Pow(
-                    _to_sympy(child, sympy),
+                    to_sympy(child, sympy),
                     sympy.Rational(power.numerator, power.denominator),
                 )
                 for power, child in node.factors
             )
         )
     gate = sympy.Symbol(node.gate)
-    return gate * _to_sympy(node.additive, sympy) + (1 - gate) * _to_sympy(
+    return gate * to_sympy(node.additive, sympy) + (1 - gate) * to_sympy(
         node.multiplicative, sympy
     )
 
 
-def _evaluate(node: _Node, x):
+def evaluate(node: Node, x):
     """The node's value on every row of `x` (float64), or None with a free gate.
 
     Powers of negative numbers with a fractional exponent are NaN and
     divisions by 0 infinite, as in NumPy.
     """
-    if isinstance(node, _Var):
+    if isinstance(node, Var):
         return x[:, node.index]
     if isinstance(node, _Const):
         return np.full(len(x), float(node.value))
-    if isinstance(node, _Gated):
+    if isinstance(node, Gated):
         return None
     parts = [
-        (_evaluate(child, x), weight)
+        (evaluate(child, x), weight)
         for weight, child in (node.terms if isinstance(node, _Sum) else node.factors)
     ]
     if any(value is None for value, _ in parts):
@@ -255,16 +255,16 @@ def _evaluate(node: _Node, x):
         return result
 
 
-def _linear_form(node: _Node) -> dict[int | None, int] | None:
+def linear_form(node: Node) -> dict[int | None, int] | None:
     """{input index: coefficient, None: constant} if `node` is a signed sum."""
-    if isinstance(node, _Var):
+    if isinstance(node, Var):
         return {node.index: 1}
     if isinstance(node, _Const):
         return {None: node.value} if node.value else {}
     if isinstance(node, _Sum):
         form: dict[int | None, int] = {}
         for coefficient, child in node.terms:
-            inner = _linear_form(child)
+            inner = linear_form(child)
             if inner is None:
                 return None
             for key, value in inner.items():
@@ -273,7 +273,7 @@ def _linear_form(node: _Node) -> dict[int | None, int] | None:
     return None
 
 
-def _import_sympy():
+def import_sympy():
     try:
         import sympy
     except ImportError as error:
@@ -281,7 +281,7 @@ def _import_sympy():
     return sympy
 
 
-def _sympy_equal(left, right, symbols, sympy) -> bool:
+def sympy_equal(left, right, symbols, sympy) -> bool:
     difference = left - right
     free = sorted(difference.free_symbols, key=str)
     if not free:

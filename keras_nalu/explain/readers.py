@@ -2,8 +2,8 @@
 
 Each reader rounds a layer's effective weights (`ArithmeticLayer.effective_weights`)
 to their nearest discrete values and records how far each weight is from it;
-`_read_layer` picks the reader of a layer, `_read_composition` reads
-consecutive linear layers as one (`_map_kind` says which compose), `_chain`
+`read_layer` picks the reader of a layer, `read_composition` reads
+consecutive linear layers as one (`map_kind` says which compose), `layer_chain`
 checks that a model is a single chain of layers `explain` can read.
 """
 
@@ -17,10 +17,10 @@ import numpy as np
 from keras import ops
 
 from keras_nalu.explain.expression import (
-    _Gated,
-    _make_product,
-    _make_sum,
-    _Node,
+    Gated,
+    Node,
+    make_product,
+    make_sum,
 )
 from keras_nalu.layers import (
     MCFC,
@@ -51,13 +51,13 @@ class UnsupportedLayerError(ValueError):
 class _LayerReading:
     """One layer, read: how it maps input nodes to output nodes."""
 
-    build: Callable[[list[_Node]], list[_Node]]
+    build: Callable[[list[Node]], list[Node]]
     distances: list[tuple[str, tuple[int, int], float, float]]  # name, loc, w, d
     notes: list[str]
     gate_text: list[str]  # per output unit; "" unless the layer is a NALU
 
 
-def _numpy(tensor) -> np.ndarray:
+def float64_array(tensor) -> np.ndarray:
     return np.asarray(ops.convert_to_numpy(tensor), dtype=np.float64)
 
 
@@ -79,10 +79,10 @@ def _kernel_distances(name, kernel, distance, columns=None):
     ]
 
 
-def _signed_sums(rounded: np.ndarray) -> Callable[[list[_Node]], list[_Node]]:
+def _signed_sums(rounded: np.ndarray) -> Callable[[list[Node]], list[Node]]:
     def build(inputs):
         return [
-            _make_sum((int(rounded[i, j]), node) for i, node in enumerate(inputs))
+            make_sum((int(rounded[i, j]), node) for i, node in enumerate(inputs))
             for j in range(rounded.shape[1])
         ]
 
@@ -92,7 +92,7 @@ def _signed_sums(rounded: np.ndarray) -> Callable[[list[_Node]], list[_Node]]:
 def _products(rounded: np.ndarray, keep_sign: bool):
     def build(inputs):
         return [
-            _make_product(
+            make_product(
                 ((int(rounded[i, j]), node) for i, node in enumerate(inputs)),
                 keep_sign=keep_sign,
             )
@@ -147,7 +147,7 @@ def _read_linear(layer, kernel) -> _LayerReading:
 
 def _read_products(layer, values, keep_sign: bool) -> _LayerReading:
     """An NMU (weights {0, 1}) or NAC• (weights {-1, 0, 1}, |x|) layer."""
-    kernel = _numpy(layer.effective_weights()["kernel"])
+    kernel = float64_array(layer.effective_weights()["kernel"])
     rounded, distance = _round(kernel, values)
     return _LayerReading(
         _products(rounded, keep_sign=keep_sign),
@@ -160,8 +160,8 @@ def _read_products(layer, values, keep_sign: bool) -> _LayerReading:
 def _read_nmru(layer) -> _LayerReading:
     """An NMRU: x_i to the power W_i - W_(I+i), rounded to {0, 1} each, signed."""
     weights = layer.effective_weights()
-    kernel = _numpy(weights["kernel"])
-    reciprocal = _numpy(weights["reciprocal_kernel"])
+    kernel = float64_array(weights["kernel"])
+    reciprocal = float64_array(weights["reciprocal_kernel"])
     rounded, distance = _round(kernel, UNSIGNED_VALUES)
     rounded_reciprocal, reciprocal_distance = _round(reciprocal, UNSIGNED_VALUES)
     return _LayerReading(
@@ -177,8 +177,8 @@ def _read_nmru(layer) -> _LayerReading:
 
 def _read_real_npu(layer) -> _LayerReading:
     """A RealNPU: x_i to the power g_i·Re_i, g in {0, 1} and Re in {-1, 0, 1}."""
-    kernel = _numpy(layer.effective_weights()["kernel"])
-    gate = _numpy(layer.gate_values()).reshape(-1, 1)
+    kernel = float64_array(layer.effective_weights()["kernel"])
+    gate = float64_array(layer.gate_values()).reshape(-1, 1)
     rounded, distance = _round(kernel, SIGNED_VALUES)
     rounded_gate, gate_distance = _round(gate, UNSIGNED_VALUES)
     return _LayerReading(
@@ -192,7 +192,7 @@ def _read_real_npu(layer) -> _LayerReading:
 
 def _read_mcfc(layer) -> _LayerReading:
     """An MC-FC (sums) or its log-space form (products of magnitudes, × e^β)."""
-    kernel = _numpy(layer.effective_weights()["kernel"])
+    kernel = float64_array(layer.effective_weights()["kernel"])
     rounded, distance = _round(kernel, UNSIGNED_VALUES)
     distances = _kernel_distances(layer.name, kernel, distance)
     if not isinstance(layer, MCFCMul):
@@ -200,14 +200,14 @@ def _read_mcfc(layer) -> _LayerReading:
             _signed_sums(rounded), distances, [], [""] * kernel.shape[1]
         )
     # The bias β scales each product by e^β: read as 1 when β ≈ 0.
-    bias = _numpy(layer.bias).reshape(1, -1)
+    bias = float64_array(layer.bias).reshape(1, -1)
     distances += _kernel_distances(f"{layer.name}.bias", bias, np.abs(bias))
     return _LayerReading(
         _products(rounded, keep_sign=False), distances, [], [""] * kernel.shape[1]
     )
 
 
-def _map_kind(layer, tolerance) -> str | None:
+def map_kind(layer, tolerance) -> str | None:
     """The layer's map: "sum" for x·K, "log" for exp(log|x|·K), else None.
 
     Consecutive layers of one kind compute what one layer with the product of
@@ -230,16 +230,16 @@ def _activation(layer) -> str:
 
 
 def _largest_bias(layer) -> float:
-    bias = None if layer.bias is None else _numpy(layer.bias)
+    bias = None if layer.bias is None else float64_array(layer.bias)
     return float(np.max(np.abs(bias))) if bias is not None and bias.size else 0.0
 
 
-def _read_composition(layers, kind: str) -> _LayerReading:
+def read_composition(layers, kind: str) -> _LayerReading:
     """Layers of one kind read as one: the product of their kernels, rounded
     to integers (hidden units that split or mix the inputs cancel out)."""
-    kernel = _numpy(_map_kernel(layers[0]))
+    kernel = float64_array(_map_kernel(layers[0]))
     for layer in layers[1:]:
-        kernel = kernel @ _numpy(_map_kernel(layer))
+        kernel = kernel @ float64_array(_map_kernel(layer))
     # Ties round away from 0, as `_round` prefers the non-zero value.
     rounded = (np.sign(kernel) * np.floor(np.abs(kernel) + 0.5)).astype(int)
     distance = np.abs(kernel - rounded)
@@ -271,23 +271,26 @@ def _read_dense(layer, tolerance) -> _LayerReading:
             layer,
             f"its bias is not zero (largest |b| = {bias:.3g} > tolerance {tolerance})",
         )
-    return _read_linear(layer, _numpy(layer.kernel))
+    return _read_linear(layer, float64_array(layer.kernel))
 
 
 def _read_nalu(layer, tolerance, layer_inputs, gate_names) -> _LayerReading:
     if getattr(layer, "two_gates", False):
         raise _unsupported(layer, "its two independent gates are not read")
     weights = layer.effective_weights()
-    add_kernel, mul_kernel = _numpy(weights["kernel"]), _numpy(weights["mul_kernel"])
+    add_kernel, mul_kernel = (
+        float64_array(weights["kernel"]),
+        float64_array(weights["mul_kernel"]),
+    )
     add_rounded, add_distance = _round(add_kernel, SIGNED_VALUES)
     mul_rounded, mul_distance = _round(mul_kernel, SIGNED_VALUES)
     units = add_kernel.shape[1]
     if getattr(layer, "gate_type", "input") == "constant":
         # An input-independent gate σ(G) is known without inputs.
-        low = high = 1.0 / (1.0 + np.exp(-_numpy(layer.gate)))
+        low = high = 1.0 / (1.0 + np.exp(-float64_array(layer.gate)))
         source = "(input-independent)"
     else:
-        gates = _numpy(layer.gate_values(layer_inputs)).reshape(-1, units)
+        gates = float64_array(layer.gate_values(layer_inputs)).reshape(-1, units)
         low, high = gates.min(axis=0), gates.max(axis=0)
         source = "on the sample inputs"
     modes, notes, gate_text, unit_gates = [], [], [], []
@@ -328,20 +331,20 @@ def _read_nalu(layer, tolerance, layer_inputs, gate_names) -> _LayerReading:
             elif mode == "mul":
                 outputs.append(m)
             else:
-                outputs.append(_Gated(gate, a, m))
+                outputs.append(Gated(gate, a, m))
         return outputs
 
     return _LayerReading(build, list(distances.values()), notes, gate_text)
 
 
-def _reads_inputs(layer) -> bool:
+def needs_inputs(layer) -> bool:
     """Whether reading the layer needs its inputs: a NALU's gate σ(x·G)."""
     return isinstance(layer, NALU) and layer.gate_type != "constant"
 
 
-def _read_layer(layer, tolerance, layer_inputs, gate_names) -> _LayerReading:
+def read_layer(layer, tolerance, layer_inputs, gate_names) -> _LayerReading:
     if isinstance(layer, NAU):
-        return _read_linear(layer, _numpy(layer.effective_weights()["kernel"]))
+        return _read_linear(layer, float64_array(layer.effective_weights()["kernel"]))
     if isinstance(layer, NMU):
         return _read_products(layer, UNSIGNED_VALUES, keep_sign=True)
     if isinstance(layer, NMRU):
@@ -357,13 +360,13 @@ def _read_layer(layer, tolerance, layer_inputs, gate_names) -> _LayerReading:
     if isinstance(layer, NACMul):
         return _read_products(layer, SIGNED_VALUES, keep_sign=False)
     if isinstance(layer, NAC):
-        return _read_linear(layer, _numpy(layer.effective_weights()["kernel"]))
+        return _read_linear(layer, float64_array(layer.effective_weights()["kernel"]))
     if isinstance(layer, keras.layers.Dense):
         return _read_dense(layer, tolerance)
     raise _not_read(layer)
 
 
-def _chain(model) -> list:
+def layer_chain(model) -> list:
     """The model's layers in order, after checking they form a single chain."""
     if not isinstance(model, keras.Model):
         if isinstance(model, keras.layers.Layer):
@@ -404,7 +407,7 @@ def _chain(model) -> list:
             previous = layer
     chain = []
     for layer in layers:
-        chain.extend(_chain(layer) if isinstance(layer, keras.Model) else [layer])
+        chain.extend(layer_chain(layer) if isinstance(layer, keras.Model) else [layer])
     if not chain:
         raise ValueError(f"Model '{model.name}' has no layers to explain.")
     for layer in chain:
@@ -423,7 +426,7 @@ def _io(model, attribute: str) -> list:
         return []
 
 
-def _input_size(layer) -> int:
+def layer_input_size(layer) -> int:
     if isinstance(layer, NAC | NACMul | NALU | NAU | NMU | NMRU | NPU | MCFC):
         return int(layer.effective_weights()["kernel"].shape[0])
     if isinstance(layer, keras.layers.Dense):

@@ -131,12 +131,12 @@ class ArithmeticLayer(keras.layers.Layer):
         A `ScheduledPenalty` keeps its strength λ in a variable that
         `RegularizationSchedule` assigns between steps. It is state the train
         step reads, like a `SeedGenerator`'s, but not a weight: it is left out
-        of `weights`, `get_weights()` and `.keras` files (the schedule derives
-        it again from `optimizer.iterations`), and listed here, so that it is
-        in `non_trainable_variables` — the state a backend's compiled train
-        step takes as an argument rather than as a constant frozen at trace
-        time (Keras' JAX trainer). A regularizer shared by several layers
-        gives one variable in `model.variables`.
+        of `weights`, `get_weights()` and `.keras` files (the schedule
+        derives it again from `model.optimizer.iterations`), and listed here,
+        so that it is in `non_trainable_variables` — the state a backend's
+        compiled train step takes as an argument rather than as a constant
+        frozen at trace time (Keras' JAX trainer). A regularizer shared by
+        several layers gives one variable in `model.variables`.
         """
         variables = super().variables
         seen = {id(variable) for variable in variables}

@@ -48,7 +48,7 @@ def _combined(*parts):
 
 
 def _real_npu(n, preset: Preset, name: str):
-    """RealNPU; with `preset.l1`, its L1 covers the gate too, as Heim et al.'s.
+    """RealNPU; with `Preset.l1` set, its L1 covers the gate too, as Heim et al.'s.
 
     Alone (the single-module presets) it is Mistry et al.'s baseline, whose
     g is clipped in the forward pass only (`ForwardClip`).

@@ -36,8 +36,9 @@ class Preset:
         callbacks: callbacks the preset trains with, as `{class name in
             keras_nalu.callbacks: constructor arguments}`.
         revision: raised by one whenever the recipe changes. A revision
-            above 0 enters `keras_nalu.sweeps.config_id`, so results rows of
-            the older recipe are no longer resumed or reused for this one.
+            above 0 enters `keras_nalu.sweeps.results.config_id`, so results
+            rows of the older recipe are no longer resumed or reused for this
+            one.
         learning_rate: the recipe's learning rate, used when `build_model`
             is given none; None for `DEFAULT_LEARNING_RATE`.
         l1: keyword arguments of the `keras_nalu.regularizers.L1` that the

@@ -330,8 +330,8 @@ def _check_gpus(gpus: float, nodes: list[dict] | None, address: str) -> None:
         return
     has = f"the most a node has: {most:g}" if most else "its nodes have no GPU"
     raise ValueError(
-        f"each chunk asks for {_count(gpus, 'GPU')} (gpus_per_chunk, "
-        f"--gpus-per-chunk), but no node of the Ray cluster at {address} has "
+        f"each chunk asks for {_count(gpus, 'GPU')} (gpus_per_chunk), "
+        f"but no node of the Ray cluster at {address} has "
         f"that many ({has}); pass 0 to train on CPUs, or add nodes with GPUs"
     )
 

@@ -50,7 +50,7 @@ def _words(seed: int) -> list[int]:
     return [value & 0xFFFFFFFF, value >> 32]
 
 
-def _key_and_counter(seed) -> tuple[tuple[int, int], int]:
+def key_and_counter(seed) -> tuple[tuple[int, int], int]:
     """The Philox key and 128-bit start counter TensorFlow derives from a seed."""
     counter = np.array([*_words(seed[0]), *_words(seed[1])], np.uint32)[:, None]
     mixed = [int(word) for word in _philox(counter, _SCRAMBLE_KEY)[:, 0]]
@@ -83,7 +83,7 @@ def fold_in(seed, data: int) -> tuple[int, int]:
     >>> fold_in((0, 1), 5)[1]
     5
     """
-    key, start = _key_and_counter(seed)
+    key, start = key_and_counter(seed)
     counter = np.array(
         [(start >> shift) & 0xFFFFFFFF for shift in (0, 32, 64, 96)], np.uint32
     )[:, None]
@@ -114,7 +114,7 @@ def philox_uniform(shape, seed, minval=0.0, maxval=1.0) -> np.ndarray:
         seed = (int(seed), 0)
     shape = tuple(int(n) for n in shape)
     size = math.prod(shape)
-    key, start = _key_and_counter(seed)
+    key, start = key_and_counter(seed)
     groups = -(-size // 4)
     # The 128-bit counter of group g is start + g; only its low 64 bits move
     # unless they overflow, which the carry below handles.

@@ -36,12 +36,12 @@ def stacked_targets(tasks, x) -> np.ndarray:
     x = np.asarray(x)
     x64, sums, targets = None, {}, []
     for task in tasks:
-        if type(task)._reduce_steps is not SubsetSumTask._reduce_steps:
+        if task.sums_over_steps:
             targets.append(task.target(x))
             continue
         if x64 is None:
             x64 = x.astype(np.float64)
-        targets.append(task._numpy_target(x64, x.dtype, sums))
+        targets.append(task.numpy_target(x64, x.dtype, sums))
     return np.stack(targets)
 
 

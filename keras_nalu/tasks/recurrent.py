@@ -59,6 +59,8 @@ class RecurrentArithmeticTask(SubsetSumTask):
     App. B (recurrent tasks).
     """
 
+    sums_over_steps = True
+
     operation: str = "add"
     input_size: int = 10
     subset_ratio: float = 0.25

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from keras_nalu.tasks._philox import _key_and_counter
+from keras_nalu.tasks._philox import key_and_counter
 
 _ELEMENT_SALT = 0x9E3779B9
 
@@ -39,7 +39,7 @@ def stream_key(seed: int, stream: int) -> np.ndarray:
     >>> stream_key(0, 1).dtype, stream_key(0, 1).shape
     (dtype('uint32'), (2,))
     """
-    key, _ = _key_and_counter((int(seed), int(stream)))
+    key, _ = key_and_counter((int(seed), int(stream)))
     return np.array(key, np.uint32)
 
 

@@ -24,9 +24,14 @@ class SubsetSumTask(TaskChecks, SubsetGeometry, TaskSampling):
     targets and the config round trip defined here. Concrete tasks are
     frozen dataclasses declaring the fields; they implement
     `_example_shape(split, length)` and may override `_reduce_steps(x)` (the
-    sum over time), `_steps(split)`, `_steps_note()` and
-    `_positive_int_fields()`.
+    sum over time, with `sums_over_steps = True`), `_steps(split)`,
+    `_steps_note()` and `_positive_int_fields()`.
     """
+
+    #: Whether the target sums the inputs over time steps first
+    #: (`_reduce_steps`): `stacked_targets` shares subset sums only between
+    #: tasks that do not.
+    sums_over_steps = False
 
     # --- hooks ------------------------------------------------------------
 
@@ -73,9 +78,9 @@ class SubsetSumTask(TaskChecks, SubsetGeometry, TaskSampling):
             ]
             return apply_operation(self.operation, sums)
         x = np.asarray(x)
-        return self._numpy_target(self._reduce_steps(x.astype(np.float64)), x.dtype)
+        return self.numpy_target(self._reduce_steps(x.astype(np.float64)), x.dtype)
 
-    def _numpy_target(self, x64, dtype, sums=None):
+    def numpy_target(self, x64, dtype, sums=None):
         """The target of float64 inputs (steps reduced), rounded to `dtype`.
 
         `sums`, a dict, keeps each subset's sum by its `(start, end)` for

@@ -219,13 +219,20 @@ def test_finds_regularizers_in_a_reloaded_keras_model(tmp_path):
 def test_warns_when_there_is_nothing_to_schedule():
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     model.compile("sgd", "mse")
-    with pytest.warns(UserWarning, match="found no scheduled regularizer"):
+    with pytest.warns(UserWarning, match="found no scheduled regularizer") as caught:
         model.fit(
             np.ones((2, 2)),
             np.ones((2, 1)),
             verbose=0,
             callbacks=[RegularizationSchedule(1.0)],
         )
+    # It names every penalty it would schedule.
+    (message,) = [str(w.message) for w in caught if "scheduled" in str(w.message)]
+    assert message == (
+        "RegularizationSchedule found no scheduled regularizer in the model (a "
+        "keras_nalu.regularizers.ScheduledPenalty: L1, NegativeL2, OutOfBounds, "
+        "Saturation, Sparsity, UnitMagnitude or ZRegularizer); it does nothing."
+    )
 
 
 def test_get_config():

@@ -234,7 +234,7 @@ def test_cli_missing_data_fails_fast_in_one_line(tmp_path, capsys):
 
 
 def test_a_study_sets_the_bound_from_the_baselines_and_judges_each_run(monkeypatch):
-    from keras_nalu.experiments import mnist
+    from keras_nalu.experiments.mnist import study
 
     mse = {("exact", 0): 1.0, ("exact", 1): 1.2, ("nau", 0): 0.5, ("nau", 1): 9.0}
 
@@ -242,7 +242,7 @@ def test_a_study_sets_the_bound_from_the_baselines_and_judges_each_run(monkeypat
         record = {"config": config.to_config(), "test_lengths": [1]}
         return None, record | {"test_mse": [mse[config.unit, config.seed]]}
 
-    monkeypatch.setattr(mnist, "run_mnist", fake_run)
+    monkeypatch.setattr(study, "run_mnist", fake_run)
     configs = [MnistConfig("sum", unit="nau", seed=seed) for seed in (0, 1)]
     baselines = [MnistConfig("sum", unit="exact", seed=seed) for seed in (0, 1)]
     seen = []

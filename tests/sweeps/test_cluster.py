@@ -330,7 +330,7 @@ def test_gpus_that_no_node_has_are_refused_before_any_chunk(
         )
     what = "1 GPU" if gpus == 1 else f"{gpus:g} GPUs"
     line = (
-        f"each chunk asks for {what} (gpus_per_chunk, --gpus-per-chunk), but no "
+        f"each chunk asks for {what} (gpus_per_chunk), but no "
         "node of the Ray cluster at auto has that many "
         f"({has}); pass 0 to train on CPUs, or add nodes with GPUs"
     )
@@ -338,7 +338,8 @@ def test_gpus_that_no_node_has_are_refused_before_any_chunk(
     assert not submitted
     if not nodes:  # as the page quotes it
         _assert_on_page(
-            f"keras-nalu sweep: error: {line}", {"at auto": "at 127.0.0.1:6379"}
+            f"keras-nalu sweep: error: {line}",
+            {"at auto": "at 127.0.0.1:6379", "gpus_per_chunk": "--gpus-per-chunk"},
         )
 
 
@@ -749,8 +750,8 @@ def test_gpus_the_cluster_lacks_end_the_sweep_before_any_chunk(
     assert sweep.returncode == 2
     (line,) = err.strip().splitlines()
     assert line == (
-        "keras-nalu sweep: error: each chunk asks for 2 GPUs (gpus_per_chunk, "
-        f"--gpus-per-chunk), but no node of the Ray cluster at "
+        "keras-nalu sweep: error: each chunk asks for 2 GPUs (--gpus-per-chunk), "
+        f"but no node of the Ray cluster at "
         f"{running_cluster.address} has that many (the most a node has: 1); pass "
         "0 to train on CPUs, or add nodes with GPUs"
     )

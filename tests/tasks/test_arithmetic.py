@@ -499,3 +499,19 @@ def test_stacked_targets_are_each_tasks_own_value_for_value(operation):
     x = rng.uniform(-3, 3, size=(50, 4, 12)).astype(np.float32)
     own = np.stack([task.target(x) for task in tasks])
     np.testing.assert_array_equal(stacked_targets(tasks, x), own)
+
+
+def test_a_task_that_sums_over_steps_says_so():
+    # stacked_targets asks the class attribute, not whether a method is overridden
+    from keras_nalu.tasks.subset_sum import SubsetSumTask
+
+    def subclasses(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+
+    classes = set(subclasses(SubsetSumTask))
+    assert {ArithmeticTask, RecurrentArithmeticTask} <= classes
+    for cls in classes:
+        overrides = cls._reduce_steps is not SubsetSumTask._reduce_steps
+        assert cls.sums_over_steps is overrides, cls.__name__
