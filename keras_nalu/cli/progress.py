@@ -43,8 +43,8 @@ def _backups(results: str) -> list[Path]:
         if not target.is_file():
             raise FileNotFoundError(f"no such backup file: {target}")
         return [target]
-    if target.is_dir():  # "." included, which has no name to add to
-        if target.suffix != ".backup":
+    if target.is_dir():  # "." included, which is no results file's folder
+        if not target.name or backup_folder(target.with_suffix("")) != target:
             raise ValueError(
                 f"{results} is a folder; pass a sweep's results CSV or one backup .npz."
             )

@@ -87,7 +87,7 @@ def on_accelerator() -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class FillingOptions:
-    """How a sweep trained here fills a device: `run_sweep`'s `filling`.
+    """How a sweep trained here fills a device: `run_sweep`'s arguments.
 
     Each way gives every chunk the rows it gives trained alone (docs:
     Backends, "Filling a GPU").
@@ -250,8 +250,8 @@ def add_filling_flags(parser) -> None:
     )
 
 
-def filling_options(args) -> FillingOptions:
-    """`run_sweep`'s `filling` from the flags of `add_filling_flags`.
+def filling_options(args) -> dict:
+    """`run_sweep`'s arguments from the flags of `add_filling_flags`.
 
     What must be set before JAX starts (building an `ExperimentConfig`
     does) is set here: XLA's flags of `--xla-command-buffers`, and with
@@ -264,13 +264,14 @@ def filling_options(args) -> FillingOptions:
         use_command_buffers()
     if args.processes_per_device > 1:
         os.environ.update(worker_environment())
-    return FillingOptions(
+    options = FillingOptions(
         chunks_per_device=args.chunks_per_device,
         pack_replicas=args.pack_replicas,
         processes_per_device=args.processes_per_device,
         unroll=args.unroll,
         command_buffers=args.xla_command_buffers,
     )
+    return dataclasses.asdict(options)
 
 
 def worker_environment() -> dict[str, str]:
