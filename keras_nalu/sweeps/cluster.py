@@ -151,6 +151,7 @@ def run_on_ray(
     results_path: Path,
     limits: TrainingLimits | None = None,
     gpus_per_chunk: float = 0.0,
+    backups_asked: bool = True,
 ) -> None:
     """Trains `chunks` as Ray tasks; `on_rows` gets each finished chunk's rows.
 
@@ -172,6 +173,9 @@ def run_on_ray(
             reach (`check_ray_arguments`), or None for no backups;
             `limits.backup_every` how often a chunk is backed up there.
         gpus_per_chunk: as for `ray_options`.
+        backups_asked: False where the sweep asked for no backups; else,
+            without a backup folder, a warning says once that the chunks
+            are not backed up.
 
     Raises:
         ValueError: no node of the cluster has the GPUs a chunk asks for;
@@ -195,6 +199,12 @@ def run_on_ray(
         if connection.started and address != "local" and nodes is not None:
             logger.info(
                 "joined the Ray cluster at %s: %s", connection.address, _size(nodes)
+            )
+        if backups_asked and limits.backup is None:
+            logger.warning(
+                "on Ray without a backup folder (backup_dir, --backup-dir), the "
+                "chunks in training are not backed up: a lost worker or cluster "
+                "trains them again from the start"
             )
         with stop_at_interrupt():
             tasks.submit(ray.remote(**options)(_chunk_task), chunks, limits)

@@ -250,20 +250,18 @@ def run_sweep(
             check_run_memory(widest, chunk.replicas)
         if backup_every is None and ray_address is None:
             _note_unused_backups(path, planned_pairs - done)
-        if chunks and ray_address and backup_every is not None and not backup_dir:
-            logger.warning(
-                "on Ray without a backup folder (backup_dir, --backup-dir), the "
-                "chunks in training are not backed up: a lost worker or cluster "
-                "trains them again from the start"
-            )
         with _progress_bar(progress, chunks) as on_steps:
             complete = _dispatch(
                 chunks,
                 appender,
                 on_steps,
                 limits,
-                (ray_address, path, gpus_per_chunk),
-                (filling, chunk_seconds),
+                ray_address=ray_address,
+                results_path=path,
+                gpus_per_chunk=gpus_per_chunk,
+                backups_asked=backup_every is not None,
+                filling=filling,
+                chunk_seconds=chunk_seconds,
             )
         with contextlib.suppress(OSError):  # only if no backup is left in it
             backup_folder(path).rmdir()
@@ -375,7 +373,19 @@ def _progress_bar(progress: bool, chunks: Sequence[Chunk]):
         bar.close()
 
 
-def _dispatch(chunks, on_rows, on_steps, limits, on_ray, here) -> bool:
+def _dispatch(
+    chunks,
+    on_rows,
+    on_steps,
+    limits,
+    *,
+    ray_address,
+    results_path,
+    gpus_per_chunk,
+    backups_asked,
+    filling,
+    chunk_seconds,
+) -> bool:
     """Trains `chunks` here or on Ray; False if it stopped at the deadline.
 
     Args:
@@ -384,19 +394,24 @@ def _dispatch(chunks, on_rows, on_steps, limits, on_ray, here) -> bool:
         on_steps: the progress bar's count of seed-steps.
         limits: the chunks' backup folder (beside the results file here,
             `backup_dir` on Ray), how often, and the deadline.
-        on_ray: `(ray_address, results_path, gpus_per_chunk)`; the chunks
-            train here if `ray_address` is None (`run_on_ray`).
-        here: `(filling, chunk_seconds)`, as `train_locally` takes them.
+        ray_address, results_path, gpus_per_chunk, backups_asked: for
+            `run_on_ray`; the chunks train here if `ray_address` is None.
+        filling, chunk_seconds: for `train_locally`.
     """
-    address, results_path, gpus_per_chunk = on_ray
     if not chunks:
         return True
-    if address is not None:
+    if ray_address is not None:
         run_on_ray(
-            chunks, on_rows, on_steps, address, results_path, limits, gpus_per_chunk
+            chunks,
+            on_rows,
+            on_steps,
+            ray_address,
+            results_path,
+            limits,
+            gpus_per_chunk,
+            backups_asked,
         )
         return True
-    filling, chunk_seconds = here
     try:
         train_locally(chunks, on_rows, on_steps, limits, filling, chunk_seconds)
     except TimeLimitReached:

@@ -426,15 +426,15 @@ def test_tensorflow_retracing_warnings_are_silenced_while_a_chunk_trains(
     # `train_chunk` is what a Ray worker runs: the silencing must be in it.
     import tensorflow as tf
 
-    from keras_nalu.sweeps import engines
+    from keras_nalu.sweeps.engines import train
 
     levels = []
 
-    def train_replicas(config, seeds, **options):
+    def train_run(run, progress, limits):
         levels.append(tf.get_logger().getEffectiveLevel())
         return []
 
-    monkeypatch.setattr(engines, "train_replicas", train_replicas)
+    monkeypatch.setattr(train, "train_run", train_run)
     before = tf.get_logger().level
     train_chunk(Chunk(ExperimentConfig(model="nau"), (0,)))
     assert levels == [logging.ERROR]
