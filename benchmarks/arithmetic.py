@@ -30,7 +30,7 @@ from published import COMPARISON_COLUMNS, with_paper_columns  # noqa: E402
 
 from keras_nalu._files import atomic_write  # noqa: E402
 from keras_nalu.experiments import ExperimentConfig, run_experiment  # noqa: E402
-from keras_nalu.sweeps.summary import summarize  # noqa: E402
+from keras_nalu.reports.summary import summarize  # noqa: E402
 
 COLUMNS = (
     "model",

@@ -41,11 +41,11 @@ from published import FIG_3_MODELS, FIG_3_RANGES, power  # noqa: E402
 from table2 import OUT as TABLE_2_OUT  # noqa: E402
 from table6 import OUT as TABLE_6_OUT  # noqa: E402
 
+from keras_nalu.reports.plots import plot_results  # noqa: E402
+from keras_nalu.reports.summary import load_results, summarize  # noqa: E402
 from keras_nalu.sweeps.grid import grid_configs, parse_seeds  # noqa: E402
-from keras_nalu.sweeps.plots import plot_results  # noqa: E402
 from keras_nalu.sweeps.results import config_id  # noqa: E402
 from keras_nalu.sweeps.runner import run_sweep  # noqa: E402
-from keras_nalu.sweeps.summary import load_results, summarize  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "fig3"
 REUSE = tuple(

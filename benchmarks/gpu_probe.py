@@ -86,6 +86,7 @@ def positions(out: Path) -> dict[tuple[str, int], int]:
     A run with a row has trained all its steps (the row's `max_iterations`);
     a run in a backup, the backup's step.
     """
+    from keras_nalu._files import backup_folder
     from keras_nalu.sweeps.engines import backup_runs, read_backup
     from keras_nalu.sweeps.results import config_id, read_results
 
@@ -95,7 +96,7 @@ def positions(out: Path) -> dict[tuple[str, int], int]:
         table = read_results(results)
         for row in table[["config_id", "seed", "max_iterations"]].itertuples():
             reached[(str(row.config_id), int(row.seed))] = int(row.max_iterations)
-    for backup in sorted((out / "results.csv.backup").glob("*.npz")):
+    for backup in sorted(backup_folder(out / "results.csv").glob("*.npz")):
         try:
             runs, _ = backup_runs(backup)
             step = read_backup(backup)[0]["step"]
@@ -194,7 +195,9 @@ def check_identity(steps: int) -> dict:
         ]
 
     def states(trained):
-        return [[np.asarray(a) for a in run._state_arrays()] for run in trained]
+        return [
+            [np.asarray(a) for a in run.get_state().variables.flat()] for run in trained
+        ]
 
     started = time.monotonic()
     alone, packed, unrolled = runs(), runs(), runs(UNROLL)
@@ -416,7 +419,9 @@ def pack_backups(out: Path, limit: int = TAR_LIMIT) -> list[Path]:
     import shutil
     import tarfile
 
-    folder = out / "results.csv.backup"
+    from keras_nalu._files import backup_folder
+
+    folder = backup_folder(out / "results.csv")
     files = sorted(folder.glob("*.npz")) if folder.is_dir() else []
     groups, size = [[]], 0
     for file in files:
@@ -444,15 +449,19 @@ def resume(out: Path, committed: Path) -> str:
     """
     import shutil
 
+    from keras_nalu._files import backup_folder
+
     if list(out.glob("backups*.tar")):
         names = [tar.name for tar in unpack_backups(out)]
         return f"continuing {', '.join(names)} in {out}"
-    if (out / "results.csv").exists() or (out / "results.csv.backup").exists():
+    if (out / "results.csv").exists() or backup_folder(out / "results.csv").exists():
         return f"continuing {out}"
     if (committed / "results.csv").is_file():
         shutil.copy(committed / "results.csv", out)
-    if (committed / "results.csv.backup").is_dir():
-        shutil.copytree(committed / "results.csv.backup", out / "results.csv.backup")
+    if backup_folder(committed / "results.csv").is_dir():
+        shutil.copytree(
+            backup_folder(committed / "results.csv"), backup_folder(out / "results.csv")
+        )
     return f"starting from {committed}"
 
 

@@ -78,6 +78,7 @@ from published import (  # noqa: E402
 from keras_nalu.evaluation.statistics import success_rate_interval  # noqa: E402
 from keras_nalu.experiments import ExperimentConfig  # noqa: E402
 from keras_nalu.presets import DEFAULT_LEARNING_RATE, get_preset  # noqa: E402
+from keras_nalu.sweeps.engines import BACKUP_EVERY  # noqa: E402
 from keras_nalu.sweeps.grid import parse_seeds  # noqa: E402
 from keras_nalu.tasks import Range  # noqa: E402
 from keras_nalu.tasks.nalm import (  # noqa: E402
@@ -207,7 +208,11 @@ def configs_of(cell: Cell) -> list[ExperimentConfig]:
 
 
 def train_sweep(
-    cell: Cell, seeds: str, results_path: Path, chunk_size: int, backup_every=600.0
+    cell: Cell,
+    seeds: str,
+    results_path: Path,
+    chunk_size: int,
+    backup_every=BACKUP_EVERY,
 ) -> None:
     """The cell's ranges × seeds through `run_sweep` (vectorized replicas)."""
     from keras_nalu.sweeps.runner import run_sweep
@@ -225,7 +230,7 @@ def train(
     results_path: Path,
     chunk_size: int,
     deadline: float | None = None,
-    backup_every: float = 600.0,
+    backup_every: float = BACKUP_EVERY,
 ) -> bool:
     """Trains what `results_path` lacks; False if `deadline` stopped it.
 
@@ -470,7 +475,9 @@ def parser() -> argparse.ArgumentParser:
         type=float,
         help="seconds: chunks sized to finish inside it; the same command continues",
     )
-    parser.add_argument("--backup-every", type=float, default=600.0, help="seconds")
+    parser.add_argument(
+        "--backup-every", type=float, default=BACKUP_EVERY, help="seconds"
+    )
     parser.add_argument("--out", default=str(OUT))
     parser.add_argument("--dry-run", action="store_true", help="print the plan")
     parser.add_argument("--summarize", action="store_true", help="no training")

@@ -88,10 +88,11 @@ from published import (  # noqa: E402
 
 from keras_nalu.evaluation.statistics import success_rate_interval  # noqa: E402
 from keras_nalu.experiments import ExperimentConfig, total_steps  # noqa: E402
+from keras_nalu.reports.summary import load_results, summarize  # noqa: E402
+from keras_nalu.sweeps.engines import BACKUP_EVERY  # noqa: E402
 from keras_nalu.sweeps.grid import parse_seeds  # noqa: E402
 from keras_nalu.sweeps.local import add_filling_flags, filling_options  # noqa: E402
 from keras_nalu.sweeps.results import config_id  # noqa: E402
-from keras_nalu.sweeps.summary import load_results, summarize  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 OUT = RESULTS / "paper"
@@ -804,7 +805,6 @@ def parser() -> argparse.ArgumentParser:
         help="replicas a chunk (with --time-limit: the most; chunks are sized to "
         "finish inside it)",
     )
-    options.add_argument("--chunks-per-device", type=int, default=1)
     add_filling_flags(options)
     options.add_argument(
         "--time-limit",
@@ -818,7 +818,9 @@ def parser() -> argparse.ArgumentParser:
         help="with --time-limit: chunks of --chunk-size, stopped at the limit "
         "after a backup, instead of chunks sized to finish",
     )
-    options.add_argument("--backup-every", type=float, default=600.0, help="seconds")
+    options.add_argument(
+        "--backup-every", type=float, default=BACKUP_EVERY, help="seconds"
+    )
     options.add_argument("--out", default=str(OUT), help="folder of results.csv")
     options.add_argument(
         "--nalm-out", default=str(nalm.OUT), help="folder of the NALM results.csv"
@@ -975,7 +977,6 @@ def train(groups, nalm_cells, names, results_path: Path, args) -> bool:
                 deadline,
                 chunk_size=args.chunk_size,
                 backup_every=args.backup_every,
-                chunks_per_device=args.chunks_per_device,
                 **filling_options(args),
             )
             print(
@@ -990,7 +991,6 @@ def train(groups, nalm_cells, names, results_path: Path, args) -> bool:
                 chunk_size=args.chunk_size,
                 backup_every=args.backup_every,
                 time_limit=time_limit,
-                chunks_per_device=args.chunks_per_device,
                 **filling_options(args),
             )
             complete = outcome.complete

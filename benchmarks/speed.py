@@ -144,15 +144,15 @@ def case_profile(args) -> dict:
     fixed._fixed = jax.block_until_ready(drawn.training_batch(0))
     block = 1000
     for run in (drawn, fixed):
-        run._train_block(0, run._strengths(0, block))  # compiles
-        jax.block_until_ready(run._trainable)
+        run._train_block(0, run.strengths(0, block))  # compiles
+        jax.block_until_ready(run.carry.weights)
     times = {"drawn": float("inf"), "fixed": float("inf")}
     cpu = dict(times)
     for _ in range(5):  # alternating, so both see the same load
         for name, run in (("drawn", drawn), ("fixed", fixed)):
             wall, used = time.perf_counter(), time.process_time()
-            run._train_block(0, run._strengths(0, block))
-            jax.block_until_ready(run._trainable)
+            run._train_block(0, run.strengths(0, block))
+            jax.block_until_ready(run.carry.weights)
             times[name] = min(times[name], (time.perf_counter() - wall) / block * 1e3)
             cpu[name] = min(cpu[name], (time.process_time() - used) / block * 1e3)
     return {

@@ -93,17 +93,17 @@ def profile(replicas: int, steps: int, repeats: int) -> dict:
         def train():
             for run in runs:
                 run.train_block(0, steps)
-            return [run._trainable for run in runs]
+            return [run.carry.weights for run in runs]
 
         return train
 
     def together():
         packed.train(recipes, steps)
-        return [run._trainable for run in recipes]
+        return [run.carry.weights for run in recipes]
 
     def evaluate():
         drawn.evaluate(steps)
-        return drawn._trainable
+        return drawn.carry.weights
 
     # a loop that only counts, on a value XLA cannot fold away
     loop = jax.jit(

@@ -35,8 +35,8 @@ from published import (  # noqa: E402
     with_paper_columns,
 )
 
+from keras_nalu.reports.summary import load_results, summarize  # noqa: E402
 from keras_nalu.sweeps.runner import run_sweep  # noqa: E402
-from keras_nalu.sweeps.summary import load_results, summarize  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "table2"
 ROWS = (

@@ -1,10 +1,29 @@
-"""Writing a file whole or not at all: the one atomic write of the package."""
+"""The package's file rules: atomic writes, output folders, records, backups.
+
+Every command and the sweeps write through these: a file is written whole or
+not at all (`atomic_write`), an output folder is checked before any work
+(`check_output_folder`), a run's record is JSON (`write_record`), and a
+sweep's results file keeps its backups in one folder beside it
+(`backup_folder`).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import shutil
+import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import keras
+
+MIN_FREE_BYTES = 16 * 2**20
+"""Free space an output folder needs: a run's files take well under 1 MiB."""
 
 
 def temporary_path(path: str | os.PathLike) -> Path:
@@ -67,3 +86,112 @@ def atomic_write(
         os.fsync(directory)
     finally:
         os.close(directory)
+
+
+def check_output_folder(
+    path: str | os.PathLike,
+    argument: str,
+    value: str | os.PathLike | None = None,
+    min_free_bytes: int = MIN_FREE_BYTES,
+) -> Path:
+    """Makes sure files can be written in the folder `path`, before any work.
+
+    Writes and deletes a probe file in `path`, or in its nearest existing
+    parent if `path` does not exist yet (whoever writes there creates the
+    missing folders), so a file in the way, a read-only folder or a full
+    disk is found now, in one line, not after hours of training; and a run
+    that fails leaves no empty folder behind. Creates nothing.
+
+    Args:
+        path: the output folder.
+        argument: the argument or flag it was given as, e.g. `"--output-dir"`;
+            the message names it.
+        value: the value given for `argument`, if not `path` itself (e.g. the
+            results file whose folder `path` is).
+        min_free_bytes: the least free space to accept.
+
+    Returns:
+        The folder, as a `Path`.
+
+    Raises:
+        ValueError: `path` (or one of its parents) is a file, or the folder
+            (or the parent it would be created in) cannot be written, or its
+            disk is nearly full.
+
+    Example:
+
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> folder = check_output_folder(root / "runs", "--output-dir")
+    >>> folder.name, folder.exists()
+    ('runs', False)
+    """
+    path = Path(path)
+    given = f"{argument} {str(path if value is None else value)!r}"
+    for folder in (path, *path.parents):
+        if folder.exists() and not folder.is_dir():
+            raise ValueError(
+                f"{given}: {folder} is a file, not a folder; pass another path."
+            )
+    existing = next(folder for folder in (path, *path.parents) if folder.exists())
+    try:
+        with tempfile.NamedTemporaryFile(dir=existing, prefix=".write-check-"):
+            pass
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise ValueError(
+            f"{given}: cannot write in {existing} ({reason}); pass a folder you "
+            "can write to."
+        ) from None
+    free = shutil.disk_usage(existing).free
+    if free < min_free_bytes:
+        raise ValueError(
+            f"{given}: only {free / 2**20:.1f} MiB free in {existing}, less than "
+            f"the {min_free_bytes / 2**20:.0f} MiB needed; free some space or pass "
+            "another folder."
+        )
+    return path
+
+
+def write_json(path: str | os.PathLike, payload) -> None:
+    """Writes `payload` as indented JSON, atomically (NumPy scalars as numbers)."""
+    text = json.dumps(payload, indent=2, sort_keys=True, default=_jsonable)
+    with atomic_write(path, encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def _jsonable(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"not JSON-serializable: {type(value).__name__}")
+
+
+def save_keras_model(model: keras.Model, path: str | os.PathLike) -> Path:
+    """Saves the `.keras` file (architecture, weights, optimizer state)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    model.save(path)
+    return path
+
+
+def write_record(record: dict, path: str | os.PathLike) -> Path:
+    """Writes a run's result record as JSON (atomically)."""
+    path = Path(path)
+    write_json(path, record)
+    return path
+
+
+def backup_folder(results_path: str | os.PathLike) -> Path:
+    """The folder beside a sweep's results file that holds its chunks' backups.
+
+    `<results>.backup/`: `results.csv` keeps them in `results.csv.backup/`.
+
+    Example:
+
+    >>> backup_folder("results/sweep.csv").as_posix()
+    'results/sweep.csv.backup'
+    """
+    path = Path(results_path)
+    return path.with_name(path.name + ".backup")

@@ -12,15 +12,13 @@ import functools
 import io
 import json
 import os
-import shutil
-import tempfile
 import warnings
 from pathlib import Path
 
 import keras
 import numpy as np
 
-from keras_nalu._files import atomic_write
+from keras_nalu._files import write_json
 from keras_nalu._optional import require
 
 MANIFEST = "manifest.json"
@@ -29,79 +27,11 @@ MANIFEST = "manifest.json"
 # over a batch of unknown size.
 _JAX2TF_OPTIONS = {"with_gradient": False}
 
-MIN_FREE_BYTES = 16 * 2**20
-"""Free space an output folder needs: a run's files take well under 1 MiB."""
-
 EXPORT_FORMATS = ("saved_model", "onnx")
 """What `keras-nalu train --export-format` writes."""
 
 #: The converter Keras' ONNX export uses on each backend, and what it is in.
 _ONNX_CONVERTERS = {"tensorflow": "tf2onnx", "jax": "jax2onnx", "torch": "onnxscript"}
-
-
-def check_output_folder(
-    path: str | os.PathLike,
-    argument: str,
-    value: str | os.PathLike | None = None,
-    min_free_bytes: int = MIN_FREE_BYTES,
-) -> Path:
-    """Makes sure files can be written in the folder `path`, before any work.
-
-    Writes and deletes a probe file in `path`, or in its nearest existing
-    parent if `path` does not exist yet (whoever writes there creates the
-    missing folders), so a file in the way, a read-only folder or a full
-    disk is found now, in one line, not after hours of training; and a run
-    that fails leaves no empty folder behind. Creates nothing.
-
-    Args:
-        path: the output folder.
-        argument: the argument or flag it was given as, e.g. `"--output-dir"`;
-            the message names it.
-        value: the value given for `argument`, if not `path` itself (e.g. the
-            results file whose folder `path` is).
-        min_free_bytes: the least free space to accept.
-
-    Returns:
-        The folder, as a `Path`.
-
-    Raises:
-        ValueError: `path` (or one of its parents) is a file, or the folder
-            (or the parent it would be created in) cannot be written, or its
-            disk is nearly full.
-
-    Example:
-
-    >>> import tempfile, pathlib
-    >>> root = pathlib.Path(tempfile.mkdtemp())
-    >>> folder = check_output_folder(root / "runs", "--output-dir")
-    >>> folder.name, folder.exists()
-    ('runs', False)
-    """
-    path = Path(path)
-    given = f"{argument} {str(path if value is None else value)!r}"
-    for folder in (path, *path.parents):
-        if folder.exists() and not folder.is_dir():
-            raise ValueError(
-                f"{given}: {folder} is a file, not a folder; pass another path."
-            )
-    existing = next(folder for folder in (path, *path.parents) if folder.exists())
-    try:
-        with tempfile.NamedTemporaryFile(dir=existing, prefix=".write-check-"):
-            pass
-    except OSError as error:
-        reason = error.strerror or type(error).__name__
-        raise ValueError(
-            f"{given}: cannot write in {existing} ({reason}); pass a folder you "
-            "can write to."
-        ) from None
-    free = shutil.disk_usage(existing).free
-    if free < min_free_bytes:
-        raise ValueError(
-            f"{given}: only {free / 2**20:.1f} MiB free in {existing}, less than "
-            f"the {min_free_bytes / 2**20:.0f} MiB needed; free some space or pass "
-            "another folder."
-        )
-    return path
 
 
 def latest_version(model_dir: str | os.PathLike) -> int | None:
@@ -121,20 +51,6 @@ def latest_version(model_dir: str | os.PathLike) -> int | None:
 def next_version(model_dir: str | os.PathLike) -> int:
     """One more than the highest integer version folder in `model_dir`."""
     return (latest_version(model_dir) or 0) + 1
-
-
-def _write_json(path: Path, payload) -> None:
-    text = json.dumps(payload, indent=2, sort_keys=True, default=_jsonable)
-    with atomic_write(path, encoding="utf-8") as handle:
-        handle.write(text)
-
-
-def _jsonable(value):
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, Path):
-        return str(value)
-    raise TypeError(f"not JSON-serializable: {type(value).__name__}")
 
 
 def export_saved_model(
@@ -388,7 +304,7 @@ def _record_version(model_dir: Path, name: str, version: int, entry: dict) -> No
     document = read_manifest(model_dir)
     document["versions"][str(version)] = {"version": version, **entry}
     document["latest"] = max(int(v) for v in document["versions"])
-    _write_json(manifest_path, document)
+    write_json(manifest_path, document)
 
 
 def _export_checked(model: keras.Model, path: Path) -> None:
@@ -525,19 +441,4 @@ def export_run(
         manifest={"task": record["task"], "config": record["config"], "result": result},
     )
     record[export_format] = str(path)
-    return path
-
-
-def save_keras_model(model: keras.Model, path: str | os.PathLike) -> Path:
-    """Saves the `.keras` file (architecture, weights, optimizer state)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    model.save(path)
-    return path
-
-
-def write_record(record: dict, path: str | os.PathLike) -> Path:
-    """Writes a run's result record as JSON (atomically)."""
-    path = Path(path)
-    _write_json(path, record)
     return path

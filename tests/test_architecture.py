@@ -31,6 +31,7 @@ LEVELS = (
     ),
     ("engines", "keras_nalu.sweeps.engines"),
     ("sweeps", "keras_nalu.sweeps"),
+    ("reports", "keras_nalu.reports"),
     ("cli", "keras_nalu.cli keras_nalu.__main__"),
 )
 

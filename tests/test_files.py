@@ -1,10 +1,10 @@
-"""The one atomic write (`keras_nalu._files.atomic_write`)."""
+"""The file rules of `keras_nalu._files`: the atomic write, the backup folder."""
 
 import os
 
 import pytest
 
-from keras_nalu._files import atomic_write, temporary_path
+from keras_nalu._files import atomic_write, backup_folder, temporary_path
 
 
 def test_the_file_is_replaced_whole_and_no_temporary_is_left(tmp_path):
@@ -37,3 +37,27 @@ def test_a_named_temporary_is_used_and_a_bad_mode_refused(tmp_path):
     with pytest.raises(ValueError, match="mode 'w' or 'wb'"):
         with atomic_write(path, "a"):
             pass
+
+
+def test_a_sweeps_backups_lie_in_one_folder_beside_its_results_file(tmp_path):
+    from keras_nalu.experiments import ExperimentConfig
+    from keras_nalu.sweeps.chunks import Chunk, backup_files, chunk_backup
+
+    results = tmp_path / "sweep.csv"
+    assert backup_folder(results) == tmp_path / "sweep.csv.backup"
+    backup = chunk_backup(results, Chunk(ExperimentConfig(), (0, 1)))
+    assert backup.parent == backup_folder(results)
+    backup.parent.mkdir()
+    backup.write_bytes(b"")
+    assert backup_files(results) == [backup]
+
+
+def test_the_backup_folders_name_is_spelled_out_in_one_place():
+    from tests.package_source import module_files
+
+    spelled = [
+        module
+        for module, path in module_files().items()
+        if '".backup"' in path.read_text(encoding="utf-8")
+    ]
+    assert spelled == ["keras_nalu._files"]

@@ -27,6 +27,7 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from keras_nalu.experiments import ExperimentConfig, check_run_name
+from keras_nalu.reports.summary import REQUIRED_COLUMNS, load_results
 from keras_nalu.sweeps.engines import read_backup, replica_run
 from keras_nalu.sweeps.grid import (
     grid_configs,
@@ -42,7 +43,6 @@ from keras_nalu.sweeps.results import (
     read_results,
     record_row,
 )
-from keras_nalu.sweeps.summary import REQUIRED_COLUMNS, load_results
 from keras_nalu.tasks import ArithmeticTask, Range
 from tests.helpers import as_format_1, load_backup_state, save_backup_state
 
@@ -713,7 +713,7 @@ def test_summarize_counts_each_run_once_and_pools_nothing(
 def test_plot_draws_every_configuration_apart_and_writes_over_nothing(
     tmp_path, capsys, results, target, data
 ):
-    from keras_nalu.sweeps.plots import made_by_plot, results_figure
+    from keras_nalu.reports.plots import made_by_plot, results_figure
 
     table, repeated = results
     path = tmp_path / "results.csv"

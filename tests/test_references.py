@@ -34,7 +34,6 @@ import pytest
 
 from tests.package_source import (
     ROOT,
-    known_cases,
     module_files,
     parse,
     place,
@@ -59,17 +58,6 @@ LIBRARIES = {
     "tensorflow": "tensorflow",
     "jax": "jax",
     "jnp": "jax.numpy",
-}
-
-#: Found in keras_nalu/sweeps/, left to the sweeps' own rework, each a
-#: strict xfail case below.
-KNOWN = {
-    "keras_nalu/sweeps/engines/tensorflow.py: ReplicaRun._clip_norms": (
-        "gone: per-replica norm clipping is ReplicaOptimizer.clip"
-    ),
-    "keras_nalu/sweeps/engines/seeding.py: keras.random.make_default_seed": (
-        "not public: keras.src.random.seed_generator.make_default_seed"
-    ),
 }
 
 MODULES = module_files()
@@ -241,11 +229,5 @@ def test_the_rules_check_what_they_should():
 
 @pytest.mark.parametrize("source", sorted(SOURCES))
 def test_every_reference_resolves(source):
-    missing = [found for found in unresolved(source) if found not in KNOWN]
+    missing = unresolved(source)
     assert not missing, missing
-
-
-@pytest.mark.parametrize("finding", known_cases(KNOWN))
-def test_known_unresolved_reference(finding):
-    source = finding.split(": ")[0]
-    assert finding not in unresolved(source)

@@ -3,8 +3,8 @@
 Every number in the file is drawn from NumPy with a fixed seed, shaped to look
 like a small hidden-size sweep of Madsen & Johansen's (2020) arithmetic task (models nmu,
 nac_mul and nalu on "mul"; nau, nac and linear on "add"; hidden_size 2, 4 and
-8; 10 seeds each). It exists only to exercise `keras_nalu.sweeps.summary` and
-`keras_nalu.sweeps.plots` (tests, docs, examples); never quote it as a result.
+8; 10 seeds each). It exists only to exercise `keras_nalu.reports.summary` and
+`keras_nalu.reports.plots` (tests, docs, examples); never quote it as a result.
 
 Run from anywhere: `python examples/results/make_example_results.py`.
 """

@@ -66,8 +66,8 @@ def add_flags(mnist) -> None:
 
 
 def run(args) -> int:
+    from keras_nalu._files import write_record
     from keras_nalu.experiments.mnist import mae_table, plot_success_rate, run_study
-    from keras_nalu.export import write_record
 
     # Its data pipeline and its evaluation per length are TensorFlow's.
     refuse_backend_without_fit("mnist", ("tensorflow",))
@@ -139,7 +139,7 @@ def _check_files(args, configs, baselines, with_plot: bool):
 
     None that exists is replaced without --overwrite.
     """
-    from keras_nalu.export import check_output_folder
+    from keras_nalu._files import check_output_folder
 
     operation = configs[0].operation
     output = check_output_folder(args.output_dir, "--output-dir")

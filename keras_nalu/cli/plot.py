@@ -34,8 +34,8 @@ def add_flags(plot) -> None:
 
 
 def run(args) -> int:
-    from keras_nalu.sweeps.plots import plot_results
-    from keras_nalu.sweeps.summary import load_results
+    from keras_nalu.reports.plots import plot_results
+    from keras_nalu.reports.summary import load_results
 
     results = Path(args.results)
     out = _out_path(args, results)
@@ -59,8 +59,8 @@ def _out_path(args, results: Path) -> Path:
 
 def _check_out(args, results: Path, out: Path) -> None:
     """One line where `out` is no PNG path to write, or not ours to replace."""
-    from keras_nalu.export import check_output_folder
-    from keras_nalu.sweeps.plots import made_by_plot
+    from keras_nalu._files import check_output_folder
+    from keras_nalu.reports.plots import made_by_plot
 
     if out.exists() and out.resolve() == results.resolve():
         raise ValueError(f"--out {args.out!r} is the results file; pass a PNG path.")

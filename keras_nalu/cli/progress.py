@@ -35,6 +35,7 @@ def run(args) -> int:
 
 def _backups(results: str) -> list[Path]:
     """The backup files to read: one `.npz`, or those of a results file."""
+    from keras_nalu._files import backup_folder
     from keras_nalu.sweeps.chunks import backup_files
 
     target = Path(results)
@@ -42,15 +43,15 @@ def _backups(results: str) -> list[Path]:
         if not target.is_file():
             raise FileNotFoundError(f"no such backup file: {target}")
         return [target]
-    if target.is_dir():  # "." included, which has no name to add to
-        if target.suffix != ".backup":
+    if target.is_dir():  # "." included, which is no results file's folder
+        if not target.name or backup_folder(target.with_suffix("")) != target:
             raise ValueError(
                 f"{results} is a folder; pass a sweep's results CSV or one backup .npz."
             )
         files, folder = backup_files(target, target), target
     else:
         files = backup_files(target)
-        folder = target.with_name(target.name + ".backup")
+        folder = backup_folder(target)
     if not files and not target.exists():
         raise FileNotFoundError(
             f"no such results file: {target}, and no backups in {folder}/; "

@@ -31,8 +31,8 @@ def add_flags(summarize) -> None:
 
 
 def run(args) -> int:
-    from keras_nalu.sweeps.summary import load_results, summarize
-    from keras_nalu.sweeps.tables import to_markdown
+    from keras_nalu.reports.summary import load_results, summarize
+    from keras_nalu.reports.tables import to_markdown
 
     results = load_results(args.results)
     if results.empty:
@@ -53,7 +53,7 @@ def run(args) -> int:
 
 def _note_pooled(args, results, by) -> None:
     """A note where --by puts runs of different configurations in one row."""
-    from keras_nalu.sweeps.summary import pooled_columns
+    from keras_nalu.reports.summary import pooled_columns
 
     pooled = {} if by is None else pooled_columns(results, by)
     if pooled:
@@ -71,8 +71,8 @@ def _note_pooled(args, results, by) -> None:
 
 def _write(args, summary) -> int:
     """The tables' files, or an error that the table printed is not saved."""
-    from keras_nalu.export import check_output_folder
-    from keras_nalu.sweeps.tables import write_summary
+    from keras_nalu._files import check_output_folder
+    from keras_nalu.reports.tables import write_summary
 
     folder = Path(args.results).parent if args.out is None else Path(args.out)
     try:

@@ -70,14 +70,6 @@ def add_flags(sweep) -> None:
         "chunk in training stops at its next evaluation after a backup; the same "
         "command again continues (a local sweep with backups; default: none)",
     )
-    sweep.add_argument(
-        "--chunks-per-device",
-        type=int,
-        default=1,
-        metavar="N",
-        help="JAX engine: chunks trained side by side on each device, for chunks "
-        "too small to fill an accelerator (on Ray: --gpus-per-chunk; default 1)",
-    )
     from keras_nalu.sweeps.local import add_filling_flags
 
     add_filling_flags(sweep)
@@ -90,14 +82,16 @@ def add_flags(sweep) -> None:
 
 def _backup_flags(sweep) -> None:
     """--backup-every, --no-backup and --backup-dir."""
+    from keras_nalu.sweeps.engines.loop import BACKUP_EVERY
+
     sweep.add_argument(
         "--backup-every",
         type=_seconds,
-        default=600.0,
+        default=BACKUP_EVERY,
         metavar="SECONDS",
         help="back up the chunk in training this often to RESULTS.backup/ (on "
         "Ray: to --backup-dir), and at its next evaluation after Ctrl-C; a rerun "
-        "continues it (default: 600)",
+        f"continues it (default: {BACKUP_EVERY:g})",
     )
     sweep.add_argument("--no-backup", action="store_true", help="never back up a chunk")
     sweep.add_argument(
@@ -146,7 +140,6 @@ def run(args) -> int:
                 backup_dir=args.backup_dir,
                 gpus_per_chunk=args.gpus_per_chunk,
                 time_limit=args.time_limit,
-                chunks_per_device=args.chunks_per_device,
                 **filling,
             )
     except ClusterError as error:  # not the user's input: exit 1, one line
@@ -181,7 +174,7 @@ def _grid(args) -> dict:
 
 def _check_outputs(args) -> None:
     """The seeds, the results file and --time-limit, checked before training."""
-    from keras_nalu.export import check_output_folder
+    from keras_nalu._files import check_output_folder
     from keras_nalu.sweeps.grid import parse_seeds
 
     parse_seeds(args.seeds)
@@ -198,7 +191,7 @@ def _check_outputs(args) -> None:
 
 def _print_outcome(outcome) -> None:
     """The summary table on stdout; how far the sweep got on stderr."""
-    from keras_nalu.sweeps.runner import summary_markdown
+    from keras_nalu.reports.tables import summary_markdown
 
     if not outcome.complete:
         where = (

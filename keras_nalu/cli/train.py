@@ -73,8 +73,9 @@ def add_flags(train) -> None:
 
 
 def run(args) -> int:
+    from keras_nalu._files import save_keras_model, write_record
     from keras_nalu.experiments import run_experiment
-    from keras_nalu.export import export_run, save_keras_model, write_record
+    from keras_nalu.export import export_run
 
     config = _config(args)
     name, run_dir = _run_folder(args, config)
@@ -124,8 +125,8 @@ def _config(args):
 
 def _run_folder(args, config):
     """`(name, run folder)`, checked now, not after hours of training."""
+    from keras_nalu._files import check_output_folder
     from keras_nalu.experiments import check_run_name
-    from keras_nalu.export import check_output_folder
 
     name = config.name if args.name is None else check_run_name(args.name, "--name")
     run_dir = check_output_folder(args.output_dir, "--output-dir") / name
@@ -144,11 +145,8 @@ def _run_folder(args, config):
 
 def _check_export(args, name: str) -> str | None:
     """The export format, checked before training; None with --no-export."""
-    from keras_nalu.export import (
-        check_export_format,
-        check_output_folder,
-        read_manifest,
-    )
+    from keras_nalu._files import check_output_folder
+    from keras_nalu.export import check_export_format, read_manifest
 
     if args.no_export:
         return None

@@ -9,9 +9,10 @@
   (`chunk_backup`, in `chunks`) so that a killed sweep continues it;
 - `grid`: the grid syntax and seed lists (`parse_grid`, `parse_seeds`);
   `results`: the results file (`read_results`, its columns, `config_id`);
-- `planning`: chunk sizes and sweeps that fit a time limit;
-- `summary`, `tables`, `plots`: Madsen & Johansen's (2020) Table 2 and Fig. 3
-  from a results file.
+- `planning`: chunk sizes and sweeps that fit a time limit.
+
+The reports on a results file (Madsen & Johansen's (2020) Table 2 and
+Fig. 3) are a package of their own, `keras_nalu.reports`.
 """
 
 from keras_nalu.sweeps.chunks import chunk_backup

@@ -13,16 +13,20 @@ import contextlib
 import dataclasses
 import hashlib
 import os
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import keras
 
+from keras_nalu._files import backup_folder
 from keras_nalu._validation import check_positive_int
 from keras_nalu.experiments import ExperimentConfig, total_steps
 from keras_nalu.keras_utils import optimizer_step
-from keras_nalu.sweeps.engines.loop import TimeLimitReached, stop_requested
+from keras_nalu.sweeps.engines.loop import (
+    TimeLimitReached,
+    TrainingLimits,
+    stop_requested,
+)
 from keras_nalu.sweeps.engines.setup import recipe, vectorizable
 from keras_nalu.sweeps.results import config_id, record_row
 
@@ -213,8 +217,7 @@ def chunk_backup(results_path: str | os.PathLike, chunk: Chunk) -> Path:
     >>> chunk_backup("results/sweep.csv", chunk).parent.name
     'sweep.csv.backup'
     """
-    path = Path(results_path)
-    return path.with_name(path.name + ".backup") / backup_name(chunk)
+    return backup_folder(results_path) / backup_name(chunk)
 
 
 def backup_files(
@@ -229,8 +232,7 @@ def backup_files(
         results_path: the sweep's results file.
         folder: the folder of the backups, if not `<results>.backup/`.
     """
-    path = Path(results_path)
-    folder = path.with_name(path.name + ".backup") if folder is None else Path(folder)
+    folder = backup_folder(results_path) if folder is None else Path(folder)
     return sorted(folder.glob("*.npz")) if folder.is_dir() else []
 
 
@@ -310,28 +312,30 @@ def train_chunk(
     chunk: Chunk | ExperimentConfig,
     seeds: Sequence[int] | None = None,
     progress=False,
-    backup: str | os.PathLike | None = None,
-    backup_every: float = 600.0,
-    deadline: float | None = None,
+    limits: TrainingLimits | None = None,
     unroll: int = 1,
 ):
     """The result rows of one chunk (runs in a Ray worker too).
 
     A chunk is trained as vectorized replicas on the Keras backend's engine,
-    backed up to `backup` (if given) every `backup_every` seconds and
-    resumed from it; a preset that cannot be vectorized (see `vectorizable`)
-    trains its seeds one after the other with `run_experiment`, which gives
-    the same rows with `replicas` = 1; it is not backed up, and stops
-    between two seeds at `deadline`.
+    backed up into the folder `limits.backup` (if given; the file is
+    `backup_name(chunk)`) every `limits.backup_every` seconds and resumed
+    from it; a preset that cannot be vectorized (see `vectorizable`) trains
+    its seeds one after the other with `run_experiment`, which gives the
+    same rows with `replicas` = 1; it is not backed up, and stops between
+    two seeds at the deadline.
 
     Args:
         chunk: a `Chunk`, or a config whose `seeds` follow.
         seeds: with a config, the seeds.
         progress: as for `train_replicas`.
-        backup, backup_every, deadline, unroll: as for `train_replicas`.
+        limits: the folder of the chunk's backup, how often, and the
+            deadline (`TrainingLimits`); None for none.
+        unroll: as for `train_replicas`.
 
     Raises:
-        TimeLimitReached: the chunk stopped at `deadline` (after its backup).
+        TimeLimitReached: the chunk stopped at the deadline (after its
+            backup).
         KeyboardInterrupt: a Ctrl-C (`stop_at_interrupt`) stopped the chunk
             at its next evaluation (after its backup).
 
@@ -340,8 +344,16 @@ def train_chunk(
     """
     if isinstance(chunk, ExperimentConfig):
         chunk = Chunk(chunk, tuple(seeds))
+    limits = TrainingLimits() if limits is None else limits
     with _retracing_warnings_silenced():
-        return _train(chunk, progress, backup, backup_every, deadline, unroll)
+        return _train(chunk, progress, limits, unroll)
+
+
+def chunk_limits(chunk: Chunk, limits: TrainingLimits) -> TrainingLimits:
+    """A chunk's own limits: its backup file in the folder `limits.backup`."""
+    if limits.backup is None:
+        return limits
+    return dataclasses.replace(limits, backup=Path(limits.backup) / backup_name(chunk))
 
 
 @contextlib.contextmanager
@@ -366,45 +378,31 @@ def _retracing_warnings_silenced():
         logger.setLevel(level)
 
 
-def _train(chunk, progress, backup, backup_every, deadline, unroll=1) -> list[dict]:
-    from keras_nalu.sweeps.engines import (
-        NotVectorizableError,
-        train_batched,
-        train_replicas,
-    )
+def _train(chunk, progress, limits, unroll) -> list[dict]:
+    from keras_nalu.sweeps.engines import NotVectorizableError
+    from keras_nalu.sweeps.engines.train import train_run
 
-    config = chunk.config
     try:
-        if not vectorizable(config):
-            raise NotVectorizableError(config.model)
-        options = {
-            "progress": progress,
-            "backup": backup,
-            "backup_every": backup_every,
-            "deadline": deadline,
-            "history": False,  # the rows hold the verdicts, not the evaluations
-            "unroll": unroll,
-        }
-        if chunk.more:
-            records = train_batched(chunk.runs, **options)
-        else:
-            records = train_replicas(config, list(chunk.seeds), **options)
+        if not vectorizable(chunk.config):
+            raise NotVectorizableError(chunk.config.model)
+        run = _chunk_run(chunk, unroll)
+        records = train_run(run, progress, chunk_limits(chunk, limits))
     except NotVectorizableError:  # this engine cannot: one seed at a time
         records = []
         try:
             for part, part_seeds in chunk.parts:
-                _train_one_by_one(part, part_seeds, progress, deadline, records)
+                _train_one_by_one(part, part_seeds, progress, limits, records)
         except (KeyboardInterrupt, TimeLimitReached) as stop:
             stop.rows = [record_row(record) for record in records]
             raise
     return [record_row(record) for record in records]
 
 
-def _train_one_by_one(config, seeds, progress, deadline, records) -> None:
+def _train_one_by_one(config, seeds, progress, limits, records) -> None:
     """Trains `seeds` of `config` one after the other into `records`.
 
     A Ctrl-C (`stop_at_interrupt`) stops the seed in training at its next
-    evaluation, and a `deadline` stops the chunk between two seeds: neither
+    evaluation, and the deadline stops the chunk between two seeds: neither
     is backed up, so the seed in training starts over on the next sweep,
     and the finished ones are kept (`KeyboardInterrupt`, `TimeLimitReached`).
     """
@@ -418,7 +416,7 @@ def _train_one_by_one(config, seeds, progress, deadline, records) -> None:
                 f"{config.model}-{config.operation} stopped between two seeds, "
                 f"{trained}: run it again to continue"
             )
-        if index and deadline is not None and time.monotonic() >= deadline:
+        if index and limits.out_of_time():
             raise TimeLimitReached(
                 f"{config.model}-{config.operation} stopped at its time limit "
                 f"between two seeds, {trained} (this preset trains one seed at "
@@ -470,7 +468,11 @@ class _StopAtInterrupt(keras.callbacks.Callback):
 
 
 def _chunk_run(chunk: Chunk, unroll: int):
-    """The replica run `train_chunk` trains a chunk as (JAX engine)."""
+    """The replica run `train_chunk` trains a chunk as.
+
+    Its records hold no `history`: the rows hold the verdicts, not the
+    evaluations.
+    """
     from keras_nalu.sweeps.engines import batched_run, replica_run
 
     if chunk.more:
@@ -482,9 +484,7 @@ def train_pack(
     pack: Pack,
     on_rows,
     progress=None,
-    backup_of=None,
-    backup_every: float = 600.0,
-    deadline: float | None = None,
+    limits: TrainingLimits | None = None,
     unroll: int = 1,
 ) -> None:
     """Trains a pack's chunks side by side; each chunk's rows as it finishes.
@@ -500,35 +500,35 @@ def train_pack(
         on_rows: called with each chunk's rows once it has finished.
         progress: None, or a callable per chunk: `progress(chunk)` gives the
             callable that receives that chunk's steps (see `train_replicas`).
-        backup_of: None, or a chunk's backup file (`chunk_backup`).
-        backup_every, deadline, unroll: as for `train_replicas`.
+        limits: as for `train_chunk`: the folder of the chunks' backups
+            (one file each), how often, and the deadline; None for none.
+        unroll: as for `train_replicas`.
 
     Raises:
-        TimeLimitReached: the chunks left stopped at `deadline`, each after
+        TimeLimitReached: the chunks left stopped at the deadline, each after
             its backup; the finished chunks' rows were given to `on_rows`.
     """
     from keras_nalu.sweeps.engines.backup import remove_backup
     from keras_nalu.sweeps.engines.packed import train_packed
 
     chunks = list(pack.chunks)
-    backups = [None if backup_of is None else Path(backup_of(c)) for c in chunks]
+    limits = TrainingLimits() if limits is None else limits
+    own = [chunk_limits(chunk, limits) for chunk in chunks]
     with _retracing_warnings_silenced():
         runs = [_chunk_run(chunk, unroll) for chunk in chunks]
-        for run, backup in zip(runs, backups):
-            if backup is not None:
-                run.restore_backup(backup)
+        for run, chunk_own in zip(runs, own):
+            if chunk_own.backup is not None:
+                run.restore_backup(chunk_own.backup)
 
         def finished(index):
             on_rows([record_row(record) for record in runs[index].results()])
-            if backups[index] is not None:
-                remove_backup(backups[index])
+            if own[index].backup is not None:
+                remove_backup(own[index].backup)
 
         train_packed(
             runs,
             progress=None if progress is None else [progress(c) for c in chunks],
-            backups=backups,
-            backup_every=backup_every,
-            deadline=deadline,
+            limits=own,
             on_finished=finished,
         )
 

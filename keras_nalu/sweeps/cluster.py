@@ -38,7 +38,11 @@ from keras_nalu.sweeps.chunks import (
     backup_name,
     train_chunk,
 )
-from keras_nalu.sweeps.engines import stop_at_interrupt, stop_requested
+from keras_nalu.sweeps.engines import (
+    TrainingLimits,
+    stop_at_interrupt,
+    stop_requested,
+)
 from keras_nalu.sweeps.ray_connection import (
     LOST_AFTER,
     ClusterError,
@@ -145,9 +149,9 @@ def run_on_ray(
     on_steps: Callable[[int], None],
     address: str,
     results_path: Path,
-    backup_dir: str | None = None,
-    backup_every: float | None = 600.0,
+    limits: TrainingLimits | None = None,
     gpus_per_chunk: float = 0.0,
+    backups_asked: bool = True,
 ) -> None:
     """Trains `chunks` as Ray tasks; `on_rows` gets each finished chunk's rows.
 
@@ -165,10 +169,13 @@ def run_on_ray(
             sweep; `"auto"`, `HOST:PORT` or `ray://HOST:PORT` (Ray Client)
             joins a cluster. A Ray already initialized here is used as is.
         results_path: the results file, named in messages.
-        backup_dir: a folder or fsspec URL every node can reach, from
-            `check_ray_arguments`; None for no backups.
-        backup_every: seconds between two backups of a chunk.
+        limits: `limits.backup` is a folder or fsspec URL every node can
+            reach (`check_ray_arguments`), or None for no backups;
+            `limits.backup_every` how often a chunk is backed up there.
         gpus_per_chunk: as for `ray_options`.
+        backups_asked: False where the sweep asked for no backups; else,
+            without a backup folder, a warning says once that the chunks
+            are not backed up.
 
     Raises:
         ValueError: no node of the cluster has the GPUs a chunk asks for;
@@ -181,12 +188,10 @@ def run_on_ray(
     """
     import keras
 
+    limits = TrainingLimits() if limits is None else limits
     ray = import_ray()
     connection = RayConnection.open(ray, address)
-    pending: dict = {}
-    cancelled: list[Chunk] = []
-    written = 0
-    lost = False
+    tasks = RayTasks(ray, connection, results_path, limits.backup)
     try:
         options = ray_options(keras.backend.backend(), gpus_per_chunk)
         nodes = _nodes(ray)
@@ -195,87 +200,122 @@ def run_on_ray(
             logger.info(
                 "joined the Ray cluster at %s: %s", connection.address, _size(nodes)
             )
-        if backup_every is None:  # asked for no backups
-            backup_dir = None
-        elif backup_dir is None:
+        if backups_asked and limits.backup is None:
             logger.warning(
                 "on Ray without a backup folder (backup_dir, --backup-dir), the "
                 "chunks in training are not backed up: a lost worker or cluster "
                 "trains them again from the start"
             )
-        task = ray.remote(**options)(_chunk_task)
-        versions = _versions()
         with stop_at_interrupt():
-            pending = {
-                task.remote(chunk, backup_dir, backup_every, versions): chunk
-                for chunk in chunks
-            }
-            asked_to_stop = None  # when the chunks were last asked to stop
-            while pending:
-                if stop_requested():
-                    if backup_dir is None:  # nothing to back up: stop now
-                        break
-                    if asked_to_stop is None or (
-                        time.monotonic() - asked_to_stop >= CANCEL_AGAIN
-                    ):
-                        _ask_to_stop(ray, pending)
-                        asked_to_stop = time.monotonic()
-                ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
-                if not ready:
-                    if connection.lost():
-                        lost = True
-                        raise ClusterError(
-                            f"lost the Ray cluster at {connection.address} "
-                            f"(nothing has answered there for {LOST_AFTER:g} s)"
-                        )
-                    continue
-                try:
-                    result = ray.get(ready[0])
-                except ray.exceptions.TaskCancelledError:
-                    if asked_to_stop is None:
-                        raise
-                    cancelled.append(pending.pop(ready[0]))
-                    continue
-                chunk = pending.pop(ready[0])
-                if result["resumed_from"]:
-                    logger.info(
-                        "chunk %s continued from its backup at step %d",
-                        backup_name(chunk),
-                        result["resumed_from"],
-                    )
-                on_rows(result["rows"])
-                written += len(result["rows"])
-                on_steps(chunk.steps)
-            if stop_requested():
-                raise KeyboardInterrupt
+            tasks.submit(ray.remote(**options)(_chunk_task), chunks, limits)
+            tasks.collect(on_rows, on_steps)
     except KeyboardInterrupt:  # the first Ctrl-C, once the chunks stopped; a second
-        left = cancelled + list(pending.values())
         raise KeyboardInterrupt(
-            _outcome(written, left, results_path, backup_dir)
-            + ": rerun the same sweep to continue."
+            tasks.outcome() + ": rerun the same sweep to continue."
         ) from None
     except (ClusterError, ray.exceptions.RayError, ConnectionError) as error:
-        lost = lost or isinstance(error, _lost_errors(ray))
+        tasks.lost = tasks.lost or isinstance(error, _lost_errors(ray))
         raise ClusterError(
-            _failure_message(
-                ray,
-                error,
-                connection.address,
-                _outcome(
-                    written,
-                    cancelled + list(pending.values()),
-                    results_path,
-                    backup_dir,
-                ),
-            )
+            _failure_message(ray, error, connection.address, tasks.outcome())
         ) from None
     finally:
-        if not lost:
-            for reference in pending:
+        tasks.close()
+
+
+class RayTasks:
+    """The chunks of a sweep on Ray: submitted, collected, cancelled.
+
+    `run_on_ray`'s bookkeeping: the tasks pending, the chunks cancelled at
+    Ctrl-C, the rows written, and whether the cluster was lost.
+
+    Args:
+        ray: the `ray` module.
+        connection: the `RayConnection` the tasks run on.
+        results_path: the results file, named in messages.
+        backup_dir: the chunks' backup folder or URL, or None.
+    """
+
+    def __init__(self, ray, connection, results_path, backup_dir):
+        self.ray = ray
+        self.connection = connection
+        self.results_path = results_path
+        self.backup_dir = backup_dir
+        self.pending: dict = {}
+        self.cancelled: list[Chunk] = []
+        self.written = 0
+        self.lost = False
+
+    def submit(self, task, chunks: Sequence[Chunk], limits: TrainingLimits) -> None:
+        """Submits one task per chunk, in order."""
+        versions = _versions()
+        self.pending = {task.remote(chunk, limits, versions): chunk for chunk in chunks}
+
+    def collect(self, on_rows, on_steps) -> None:
+        """Waits for every task, handing each chunk's rows to `on_rows`.
+
+        At Ctrl-C, asks the chunks to back up and stop (again every
+        `CANCEL_AGAIN` seconds), then raises `KeyboardInterrupt`; without a
+        backup folder, at once.
+        """
+        ray = self.ray
+        asked_to_stop = None  # when the chunks were last asked to stop
+        while self.pending:
+            if stop_requested():
+                if self.backup_dir is None:  # nothing to back up: stop now
+                    break
+                if asked_to_stop is None or (
+                    time.monotonic() - asked_to_stop >= CANCEL_AGAIN
+                ):
+                    _ask_to_stop(ray, self.pending)
+                    asked_to_stop = time.monotonic()
+            ready, _ = ray.wait(list(self.pending), num_returns=1, timeout=0.5)
+            if not ready:
+                self._check_connection()
+                continue
+            try:
+                result = ray.get(ready[0])
+            except ray.exceptions.TaskCancelledError:
+                if asked_to_stop is None:
+                    raise
+                self.cancelled.append(self.pending.pop(ready[0]))
+                continue
+            self._finished(self.pending.pop(ready[0]), result, on_rows, on_steps)
+        if stop_requested():
+            raise KeyboardInterrupt
+
+    def _check_connection(self) -> None:
+        if self.connection.lost():
+            self.lost = True
+            raise ClusterError(
+                f"lost the Ray cluster at {self.connection.address} "
+                f"(nothing has answered there for {LOST_AFTER:g} s)"
+            )
+
+    def _finished(self, chunk: Chunk, result: dict, on_rows, on_steps) -> None:
+        if result["resumed_from"]:
+            logger.info(
+                "chunk %s continued from its backup at step %d",
+                backup_name(chunk),
+                result["resumed_from"],
+            )
+        on_rows(result["rows"])
+        self.written += len(result["rows"])
+        on_steps(chunk.steps)
+
+    def outcome(self) -> str:
+        """The rows kept and the chunks left (`_outcome`)."""
+        left = self.cancelled + list(self.pending.values())
+        return _outcome(self.written, left, self.results_path, self.backup_dir)
+
+    def close(self) -> None:
+        """Cancels the tasks left (unless the cluster is lost); ends Ray's
+        runtime if this sweep started it."""
+        if not self.lost:
+            for reference in self.pending:
                 with contextlib.suppress(Exception):
-                    ray.cancel(reference, force=True)
-        if connection.started:
-            ray.shutdown()
+                    self.ray.cancel(reference, force=True)
+        if self.connection.started:
+            self.ray.shutdown()
 
 
 CANCEL_AGAIN = 5.0
@@ -433,10 +473,7 @@ def _outcome(written: int, left: list[Chunk], results_path, backup_dir) -> str:
 
 
 def _chunk_task(
-    chunk: Chunk,
-    backup_dir: str | None,
-    backup_every: float | None,
-    driver_versions: dict[str, str],
+    chunk: Chunk, limits: TrainingLimits, driver_versions: dict[str, str]
 ) -> dict:
     """One chunk in a Ray worker: its rows, and the step its backup stood at.
 
@@ -445,15 +482,17 @@ def _chunk_task(
     stops.
     """
     _check_versions(driver_versions)
-    if backup_dir is None:
+    if limits.backup is None:
         return {"rows": train_chunk(chunk, progress=False), "resumed_from": 0}
-    folder = BackupFolder(backup_dir)
+    folder = BackupFolder(limits.backup)
     with (
         stop_at_interrupt(second_stops_now=False),
         folder.local_copy(backup_name(chunk)) as (path, sync),
     ):
         resumed_from = _backup_step(path)
-        rows = train_chunk(chunk, progress=sync, backup=path, backup_every=backup_every)
+        # train_chunk backs the chunk up to `path`, its file in that folder
+        own = TrainingLimits(path.parent, limits.backup_every)
+        rows = train_chunk(chunk, progress=sync, limits=own)
     return {"rows": rows, "resumed_from": resumed_from}
 
 

@@ -3,36 +3,42 @@
 `train_locally` trains a sweep's chunks here: one after the other, or, on
 the JAX engine with several local devices (or `chunks_per_device` > 1), one
 chunk per device at a time in threads pinned to their devices. Only the
-calling thread writes rows (`on_rows`); past a `deadline`, no chunk starts
-and the chunks in training stop after their backups (`TimeLimitReached`).
+calling thread writes rows (`on_rows`); past the deadline of the sweep's
+`TrainingLimits`, no chunk starts and the chunks in training stop after
+their backups (`TimeLimitReached`).
 
 Small chunks leave a GPU mostly idle (each step costs a roughly fixed time
 whatever a chunk holds). Besides the threads, three ways fill it, each
-giving every chunk the rows it gives alone:
+giving every chunk the rows it gives alone (`FillingOptions`):
 
 - `pack_replicas`: consecutive chunks of different recipes, up to that many
   replicas, train side by side in one compiled program (`pack_chunks`,
   `train_pack`; JAX engine); `default_pack_replicas` is the default;
 - `processes_per_device`: that many processes per device, each training its
-  own chunk (spawned, so each has its own JAX; GPU memory is taken as
-  needed, `XLA_PYTHON_CLIENT_PREALLOCATE=false`, unless
-  `XLA_PYTHON_CLIENT_MEM_FRACTION` gives each process its share);
+  own chunk (`keras_nalu.sweeps.processes`; spawned, so each has its own
+  JAX; GPU memory is taken as needed, `XLA_PYTHON_CLIENT_PREALLOCATE=false`,
+  unless `XLA_PYTHON_CLIENT_MEM_FRACTION` gives each process its share);
 - `unroll`: steps per iteration of the compiled loop (`ReplicaRun`);
 
-and XLA's command buffers, which `run_sweep` sets before JAX starts.
+and XLA's command buffers, which `FillingOptions.prepared` sets before JAX
+starts.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import logging
 import os
-import queue
 import time
-import traceback
 
+from keras_nalu._validation import check_non_negative_int, check_positive_int
 from keras_nalu.sweeps.chunks import Pack, pack_chunks, train_chunk, train_pack
-from keras_nalu.sweeps.engines import TimeLimitReached, stop_at_interrupt
-from keras_nalu.sweeps.engines.loop import _stop_requested
+from keras_nalu.sweeps.engines import (
+    TimeLimitReached,
+    TrainingLimits,
+    stop_at_interrupt,
+)
 
 GPU_PACK_REPLICAS = 1000
 """The replicas a pack holds by default on a GPU (or another accelerator).
@@ -44,7 +50,7 @@ replicas, more of them cost the device almost nothing
 measured (`benchmarks/gpu_probe.sh`)."""
 
 
-def _local_devices() -> list:
+def local_devices() -> list:
     """The accelerators chunks can train on side by side (JAX engine), or []."""
     import keras
 
@@ -79,12 +85,136 @@ def on_accelerator() -> bool:
     return jax.devices()[0].platform != "cpu"
 
 
+@dataclasses.dataclass(frozen=True)
+class FillingOptions:
+    """How a sweep trained here fills a device: `run_sweep`'s arguments.
+
+    Each way gives every chunk the rows it gives trained alone (docs:
+    Backends, "Filling a GPU").
+
+    Attributes:
+        chunks_per_device: on the JAX engine, how many chunks train side by
+            side on each device (threads sharing it), for chunks too small
+            to fill an accelerator alone. On Ray, use `gpus_per_chunk`.
+        pack_replicas: on the JAX engine, consecutive chunks of different
+            recipes train side by side in one compiled program, up to this
+            many replicas together (`pack_chunks`), so a GPU's fixed cost of
+            a step is paid once for all. None: `default_pack_replicas()`
+            (1,000 on a GPU, 0 on a CPU); 0: no packing.
+        processes_per_device: processes training chunks (or packs) side by
+            side on each device, each its own; they take GPU memory as they
+            need it, or `XLA_PYTHON_CLIENT_MEM_FRACTION` each if that is
+            set. They are spawned: a script that asks for them runs its
+            sweep under `if __name__ == "__main__":`.
+        unroll: steps per iteration of the compiled loop over a block of
+            steps (JAX engine, `ReplicaRun`).
+        command_buffers: run the whole loop over steps as one GPU command
+            buffer (CUDA graph), through XLA's flags (`XLA_FLAGS`, see
+            `keras_nalu.sweeps.engines.device.use_command_buffers`); they
+            change nothing on a CPU. XLA reads them when JAX starts, which
+            building an `ExperimentConfig` does: pass `run_sweep` a grid
+            mapping, or set the flags before (a `ValueError` says so).
+
+    Example:
+
+    >>> FillingOptions(pack_replicas=0).prepared().unroll
+    1
+    """
+
+    chunks_per_device: int = 1
+    pack_replicas: int | None = None
+    processes_per_device: int = 1
+    unroll: int = 1
+    command_buffers: bool = False
+
+    def prepared(self, ray_address: str | None = None) -> FillingOptions:
+        """The options checked for a sweep, and what JAX reads at start set.
+
+        XLA's command-buffer flags are set first; with
+        `processes_per_device`, this process takes no GPU memory up front
+        either (`worker_environment`); `pack_replicas` None becomes the
+        device's default (none on Ray, where each chunk is a task).
+
+        Raises:
+            ValueError: a count out of range, threads and processes
+                together, a way of a sweep trained here asked of Ray, or
+                `unroll` on an engine without a loop to unroll.
+        """
+        if self.command_buffers:  # first: XLA reads them when JAX starts
+            from keras_nalu.sweeps.engines.device import use_command_buffers
+
+            use_command_buffers()
+        processes = self.processes_per_device
+        check_positive_int("run_sweep", "processes_per_device", processes)
+        if self.pack_replicas is not None:
+            check_non_negative_int("run_sweep", "pack_replicas", self.pack_replicas)
+        check_positive_int("run_sweep", "chunks_per_device", self.chunks_per_device)
+        if ray_address is not None:
+            self._check_ray()
+        if processes != 1 and self.chunks_per_device != 1:
+            raise ValueError(
+                "run_sweep fills a device with threads (chunks_per_device) or with "
+                "processes (processes_per_device), not both. Received: "
+                f"chunks_per_device={self.chunks_per_device!r}, "
+                f"processes_per_device={processes!r}"
+            )
+        from keras_nalu.sweeps.engines import engine_class
+
+        engine_class().check_unroll(self.unroll)
+        if processes != 1:
+            _no_memory_up_front()
+        pack_replicas = self.pack_replicas
+        if pack_replicas is None:
+            pack_replicas = default_pack_replicas() if ray_address is None else 0
+        return dataclasses.replace(self, pack_replicas=pack_replicas)
+
+    def _check_ray(self) -> None:
+        """Refuses the ways that only a sweep trained here has."""
+        if self.pack_replicas or self.processes_per_device != 1 or self.unroll != 1:
+            raise ValueError(
+                "On Ray, each chunk is a task of its own: pack_replicas, "
+                "processes_per_device and unroll are for sweeps trained here. "
+                f"Received: pack_replicas={self.pack_replicas!r}, "
+                f"processes_per_device={self.processes_per_device!r}, "
+                f"unroll={self.unroll!r}"
+            )
+        if self.chunks_per_device != 1:
+            raise ValueError(
+                "On Ray, chunks share a GPU by gpus_per_chunk (e.g. 0.25 for four "
+                "chunks a GPU), not chunks_per_device. Received: "
+                f"chunks_per_device={self.chunks_per_device!r}"
+            )
+
+
+def _no_memory_up_front() -> None:
+    """This process, before JAX starts here, takes no GPU memory up front."""
+    from keras_nalu.sweeps.engines.device import jax_started
+
+    environment = worker_environment()
+    told = {"XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION"}
+    if jax_started() and not told & set(os.environ) and on_accelerator():
+        logging.getLogger(__name__).warning(
+            "JAX started in this process before processes_per_device could "
+            "keep it from taking GPU memory up front; on a GPU, set "
+            "XLA_PYTHON_CLIENT_PREALLOCATE=false before Python starts"
+        )
+    os.environ.update(environment)
+
+
 def add_filling_flags(parser) -> None:
     """The command-line flags of `run_sweep`'s ways to fill a device.
 
     `keras-nalu sweep` and `benchmarks/paper.py` take them;
-    `filling_options(args)` reads them back as `run_sweep` arguments.
+    `filling_options(args)` reads them back as a `FillingOptions`.
     """
+    parser.add_argument(
+        "--chunks-per-device",
+        type=int,
+        default=1,
+        metavar="N",
+        help="JAX engine: chunks trained side by side on each device, for chunks "
+        "too small to fill an accelerator (on Ray: --gpus-per-chunk; default 1)",
+    )
     parser.add_argument(
         "--pack-replicas",
         type=int,
@@ -134,12 +264,14 @@ def filling_options(args) -> dict:
         use_command_buffers()
     if args.processes_per_device > 1:
         os.environ.update(worker_environment())
-    return {
-        "pack_replicas": args.pack_replicas,
-        "processes_per_device": args.processes_per_device,
-        "unroll": args.unroll,
-        "command_buffers": args.xla_command_buffers,
-    }
+    options = FillingOptions(
+        chunks_per_device=args.chunks_per_device,
+        pack_replicas=args.pack_replicas,
+        processes_per_device=args.processes_per_device,
+        unroll=args.unroll,
+        command_buffers=args.xla_command_buffers,
+    )
+    return dataclasses.asdict(options)
 
 
 def worker_environment() -> dict[str, str]:
@@ -162,14 +294,9 @@ def train_locally(
     chunks,
     on_rows,
     on_steps,
-    backup_of=None,
-    backup_every=600.0,
-    deadline=None,
-    chunks_per_device=1,
+    limits: TrainingLimits | None = None,
+    filling: FillingOptions | None = None,
     chunk_seconds=None,
-    pack_replicas=0,
-    processes_per_device=1,
-    unroll=1,
 ):
     """Trains `chunks` here; `on_rows` gets each chunk's rows, `on_steps` progress.
 
@@ -177,31 +304,34 @@ def train_locally(
         chunks: the chunks, in order.
         on_rows, on_steps: the sweep's callbacks (rows to write, seed-steps
             done), called in this thread.
-        backup_of: a chunk's backup file, or None for no backups.
-        backup_every: seconds between two backups of a chunk.
-        deadline: a `time.monotonic()` time past which the sweep stops.
-        chunks_per_device: chunks sharing each JAX device.
+        limits: the folder of the chunks' backups (None for none), how
+            often, and the sweep's deadline (see `train_chunk`).
+        filling: how to fill a device (`FillingOptions.prepared`); None for
+            one chunk at a time, alone.
         chunk_seconds: a chunk's predicted wall time, or None (then no
             chunks are packed: their time together is not predicted).
-        pack_replicas: chunks packed together up to this many replicas
-            (`pack_chunks`, JAX engine); 0 for none.
-        processes_per_device: processes training chunks side by side on
-            each device (the first: one device), each its own chunk or pack.
-        unroll: steps per iteration of the compiled loop (JAX engine).
 
     Raises:
-        TimeLimitReached: the sweep stopped at `deadline` with chunks left.
+        TimeLimitReached: the sweep stopped at the deadline with chunks left.
     """
     import keras
 
     from keras_nalu.sweeps.engines import engine_class
 
-    if pack_replicas and chunk_seconds is None and engine_class().supports_packing:
-        chunks = pack_chunks(chunks, pack_replicas)
-    common = (on_rows, on_steps, backup_of, backup_every, deadline, chunk_seconds)
-    if processes_per_device > 1 and len(chunks) > 1:
+    limits = TrainingLimits() if limits is None else limits
+    filling = FillingOptions(pack_replicas=0) if filling is None else filling
+    if (
+        filling.pack_replicas
+        and chunk_seconds is None
+        and engine_class().supports_packing
+    ):
+        chunks = pack_chunks(chunks, filling.pack_replicas)
+    common = (on_rows, on_steps, limits, chunk_seconds, filling.unroll)
+    if filling.processes_per_device > 1 and len(chunks) > 1:
+        from keras_nalu.sweeps.processes import train_in_processes
+
         with stop_at_interrupt():
-            _train_in_processes(chunks, processes_per_device, *common, unroll)
+            train_in_processes(chunks, filling.processes_per_device, *common)
         return
     with contextlib.ExitStack() as stack:
         # Ctrl-C: every chunk in training backs up at its next evaluation,
@@ -215,22 +345,18 @@ def train_locally(
             logger = tf.get_logger()
             stack.callback(logger.setLevel, logger.level)
             logger.setLevel("ERROR")
-        devices = _local_devices()
-        if chunks_per_device > 1 and keras.backend.backend() == "jax":
+        devices = local_devices()
+        if filling.chunks_per_device > 1 and keras.backend.backend() == "jax":
             import jax
 
-            devices = (devices or jax.devices()[:1]) * chunks_per_device
+            devices = (devices or jax.devices()[:1]) * filling.chunks_per_device
         if devices and len(chunks) > 1:
-            _train_on_devices(chunks, devices, *common, unroll)
+            _train_on_devices(chunks, devices, *common)
         else:
-            _train_chunks(chunks, *common, unroll)
+            _train_chunks(chunks, *common)
 
 
-def _out_of_time(deadline) -> bool:
-    return deadline is not None and time.monotonic() >= deadline
-
-
-def _train_one_chunk(chunk, on_steps, backup_of, backup_every, deadline=None, unroll=1):
+def _train_one_chunk(chunk, on_steps, limits, unroll=1):
     reported = 0
 
     def progress(steps):
@@ -239,35 +365,22 @@ def _train_one_chunk(chunk, on_steps, backup_of, backup_every, deadline=None, un
         reported += done
         on_steps(done)
 
-    rows = train_chunk(
-        chunk,
-        progress=progress,
-        backup=None if backup_of is None else backup_of(chunk),
-        backup_every=backup_every,
-        deadline=deadline,
-        unroll=unroll,
-    )
+    rows = train_chunk(chunk, progress=progress, limits=limits, unroll=unroll)
     on_steps(max(chunk.steps - reported, 0))
     return rows
 
 
-def _keep_finished_runs(stop: BaseException, on_rows) -> None:
+def keep_finished_runs(stop: BaseException, on_rows) -> None:
     """Writes the rows of the runs a stopped chunk finished (seed by seed)."""
     rows = getattr(stop, "rows", None)
     if rows:
         on_rows(rows)
 
 
-def _train_unit(
-    unit, on_rows, on_steps, backup_of, backup_every, deadline=None, unroll=1
-):
+def train_unit(unit, on_rows, on_steps, limits, unroll=1):
     """Trains a chunk or a pack; `on_rows` gets each chunk's rows when done."""
     if not isinstance(unit, Pack):
-        on_rows(
-            _train_one_chunk(
-                unit, on_steps, backup_of, backup_every, deadline, unroll=unroll
-            )
-        )
+        on_rows(_train_one_chunk(unit, on_steps, limits, unroll=unroll))
         return
     reported = dict.fromkeys(unit.chunks, 0)
 
@@ -279,41 +392,30 @@ def _train_unit(
 
         return report
 
-    train_pack(unit, on_rows, progress, backup_of, backup_every, deadline, unroll)
+    train_pack(unit, on_rows, progress, limits, unroll)
     on_steps(sum(max(c.steps - reported[c], 0) for c in unit.chunks))
 
 
-def _fits(chunk, deadline, chunk_seconds) -> bool:
-    """Whether `chunk` is predicted to finish by `deadline` (True if unknown)."""
-    if deadline is None or chunk_seconds is None:
+def fits(chunk, limits, chunk_seconds) -> bool:
+    """Whether `chunk` is predicted to finish by the deadline (True if unknown)."""
+    if limits.deadline is None or chunk_seconds is None:
         return True
-    return time.monotonic() + chunk_seconds(chunk) <= deadline
+    return time.monotonic() + chunk_seconds(chunk) <= limits.deadline
 
 
-def _train_chunks(
-    chunks,
-    on_rows,
-    on_steps,
-    backup_of=None,
-    backup_every=600.0,
-    deadline=None,
-    chunk_seconds=None,
-    unroll=1,
-):
+def _train_chunks(chunks, on_rows, on_steps, limits, chunk_seconds=None, unroll=1):
     for index, chunk in enumerate(chunks):
-        if not _fits(chunk, deadline, chunk_seconds):
+        if not fits(chunk, limits, chunk_seconds):
             raise TimeLimitReached(
                 f"the sweep stopped before a chunk that would not finish by its "
                 f"time limit, with {len(chunks) - index} chunks left"
             )
         try:
-            _train_unit(
-                chunk, on_rows, on_steps, backup_of, backup_every, deadline, unroll
-            )
+            train_unit(chunk, on_rows, on_steps, limits, unroll)
         except (KeyboardInterrupt, TimeLimitReached) as stop:
-            _keep_finished_runs(stop, on_rows)
+            keep_finished_runs(stop, on_rows)
             raise
-        if index + 1 < len(chunks) and _out_of_time(deadline):
+        if index + 1 < len(chunks) and limits.out_of_time():
             raise TimeLimitReached(
                 f"the sweep stopped at its time limit with {len(chunks) - index - 1} "
                 "chunks left"
@@ -325,9 +427,7 @@ def _train_on_devices(
     devices,
     on_rows,
     on_steps,
-    backup_of,
-    backup_every,
-    deadline=None,
+    limits,
     chunk_seconds=None,
     unroll=1,
 ):
@@ -335,7 +435,7 @@ def _train_on_devices(
 
     JAX runs the threads' computations side by side; only this thread writes
     the results (`on_rows`). A device listed twice trains two chunks at a
-    time. Past `deadline`, no thread starts another chunk, and the chunks in
+    time. Past the deadline, no thread starts another chunk, and the chunks in
     training stop after their backups; the finished chunks' rows are written
     first, then `TimeLimitReached` is raised.
     """
@@ -359,23 +459,15 @@ def _train_on_devices(
         trained = 0
         try:
             with jax.default_device(device):
-                while not (trained and _out_of_time(deadline)):
+                while not (trained and limits.out_of_time()):
                     try:
                         chunk = todo.get_nowait()
                     except queue.Empty:
                         return
-                    if not _fits(chunk, deadline, chunk_seconds):
+                    if not fits(chunk, limits, chunk_seconds):
                         todo.put(chunk)  # left for the next sweep
                         return
-                    _train_unit(
-                        chunk,
-                        done.put,
-                        locked_steps,
-                        backup_of,
-                        backup_every,
-                        deadline,
-                        unroll,
-                    )
+                    train_unit(chunk, done.put, locked_steps, limits, unroll)
                     trained += 1
         except BaseException as error:  # handed to the main thread
             done.put(error)
@@ -394,7 +486,7 @@ def _train_on_devices(
         if outcome is finished:
             running -= 1
         elif isinstance(outcome, TimeLimitReached | KeyboardInterrupt):
-            _keep_finished_runs(outcome, on_rows)
+            keep_finished_runs(outcome, on_rows)
             stopped = stopped or outcome  # the others stop at their next backup
         elif isinstance(outcome, BaseException):
             raise outcome
@@ -406,178 +498,3 @@ def _train_on_devices(
         stopped = TimeLimitReached("the sweep stopped at its time limit")
     if stopped is not None:
         raise stopped
-
-
-# --- processes ---------------------------------------------------------------
-
-
-def _train_in_processes(
-    units,
-    processes,
-    on_rows,
-    on_steps,
-    backup_of,
-    backup_every,
-    deadline,
-    chunk_seconds,
-    unroll,
-):
-    """`processes` spawned processes per device, each training its own unit.
-
-    A process asks for a unit when it is free; this one hands out the next
-    (none past `deadline` to a process that has trained one, nor one that
-    would not finish by it), writes the rows the processes send and reports
-    their progress. Ctrl-C (here, or in the whole process group) stops every
-    process at its next evaluation, after its backup. The JAX compile times
-    measured in the processes are recorded here too (`jax.monitoring`), so a
-    caller that listens sees them.
-    """
-    import multiprocessing
-
-    os.environ.update(worker_environment())  # this process: no memory up front
-    device_count = len(_local_devices()) or 1
-    context = multiprocessing.get_context("spawn")
-    messages = context.Queue()
-    stop = context.Event()
-    workers = []
-    for index in range(min(processes * device_count, len(units))):
-        tasks = context.Queue()
-        worker = context.Process(
-            target=_process_worker,
-            args=(index, index % device_count, worker_environment(), tasks),
-            kwargs={
-                "messages": messages,
-                "stop": stop,
-                "backup_of": backup_of,
-                "backup_every": backup_every,
-                "deadline": deadline,
-                "unroll": unroll,
-            },
-            daemon=True,
-        )
-        worker.start()
-        workers.append((worker, tasks))
-    todo = list(units)
-    trained = [0] * len(workers)
-    running = set(range(len(workers)))
-    stopped = None
-    try:
-        while running:
-            if _stop_requested.is_set():
-                stop.set()
-            try:
-                message = messages.get(timeout=1.0)
-            except queue.Empty:
-                stopped = _check_alive(workers, running, stopped)
-                continue
-            kind, index, *rest = message
-            if kind == "ready":
-                unit = None
-                if todo and not stop.is_set():
-                    late = trained[index] and _out_of_time(deadline)
-                    if not late and _fits(todo[0], deadline, chunk_seconds):
-                        unit = todo.pop(0)
-                        trained[index] += 1
-                workers[index][1].put(unit)
-            elif kind == "rows":
-                on_rows(rest[0])
-            elif kind == "steps":
-                on_steps(rest[0])
-            elif kind == "event":
-                import jax
-
-                jax.monitoring.record_event_duration_secs(*rest)
-            elif kind == "stopped":
-                name, text = rest
-                error = TimeLimitReached if name == "TimeLimitReached" else None
-                stopped = stopped or (error or KeyboardInterrupt)(text)
-            elif kind == "error":
-                raise _rebuilt(*rest)
-            elif kind == "exit":
-                running.discard(index)
-    finally:
-        for index, (worker, _) in enumerate(workers):
-            if index in running:  # this process failed: the others stop now
-                worker.terminate()
-            worker.join()
-    if stopped is None and todo:
-        stopped = TimeLimitReached(
-            f"the sweep stopped at its time limit with {len(todo)} chunks left"
-        )
-    if stopped is not None:
-        raise stopped
-
-
-def _check_alive(workers, running, stopped):
-    """Drops the processes that ended without a word (killed); the stop, if any."""
-    for index in sorted(running):
-        worker = workers[index][0]
-        if worker.is_alive():
-            continue
-        running.discard(index)
-        if not _stop_requested.is_set():
-            raise RuntimeError(
-                f"a sweep process ended with exit code {worker.exitcode} before "
-                "its chunks did; run the sweep again to continue from the backups"
-            )
-        stopped = stopped or KeyboardInterrupt("the sweep's processes stopped")
-    return stopped
-
-
-def _rebuilt(name: str, text: str, details: str) -> Exception:
-    """A process's error here: its built-in class and message, or a RuntimeError."""
-    import builtins
-
-    error_class = getattr(builtins, name, None)
-    if isinstance(error_class, type) and issubclass(error_class, Exception):
-        return error_class(text)
-    return RuntimeError(f"a sweep process failed: {name}: {text}\n{details}")
-
-
-def _process_worker(index, device_index, environment, tasks, **options):
-    """A spawned process of `_train_in_processes`: trains the units it is given."""
-    import threading
-
-    os.environ.update(environment)  # before JAX starts its backend
-    messages, stop = options.pop("messages"), options.pop("stop")
-
-    parent = os.getppid()
-
-    def stop_when_asked():  # Ctrl-C in the sweep's process, or its end: as here
-        while not stop.wait(timeout=2.0) and os.getppid() == parent:
-            pass
-        _stop_requested.set()
-
-    threading.Thread(target=stop_when_asked, daemon=True).start()
-    try:
-        import keras
-
-        pinned = contextlib.nullcontext()
-        if keras.backend.backend() == "jax":
-            import jax
-
-            def forward(event, seconds, **details):
-                if event.startswith("/jax/core/compile/"):
-                    messages.put(("event", index, event, seconds))
-
-            jax.monitoring.register_event_duration_secs_listener(forward)
-            devices = jax.local_devices()
-            pinned = jax.default_device(devices[device_index % len(devices)])
-        with pinned:
-            messages.put(("ready", index))
-            while (unit := tasks.get()) is not None:
-                _train_unit(
-                    unit,
-                    lambda rows: messages.put(("rows", index, rows)),
-                    lambda steps: messages.put(("steps", index, steps)),
-                    **options,
-                )
-                messages.put(("ready", index))
-    except (TimeLimitReached, KeyboardInterrupt) as error:
-        messages.put(("stopped", index, type(error).__name__, str(error)))
-    except BaseException as error:  # handed to the sweep's process
-        messages.put(
-            ("error", index, type(error).__name__, str(error), traceback.format_exc())
-        )
-    finally:
-        messages.put(("exit", index))

@@ -36,6 +36,7 @@ import pandas as pd
 
 from keras_nalu._validation import check_positive_int
 from keras_nalu.experiments import ExperimentConfig, total_steps
+from keras_nalu.sweeps.engines.loop import BACKUP_EVERY
 
 #: The share of the time left that a planned chunk may use.
 MARGIN = 0.8
@@ -270,7 +271,7 @@ def sweep_within(
     results_path: str | Path,
     deadline: float,
     chunk_size: int = 1000,
-    backup_every: float = 600.0,
+    backup_every: float = BACKUP_EVERY,
     chunks_per_device: int = 1,
     log: Callable[[str], None] = print,
     **options,

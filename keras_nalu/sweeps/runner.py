@@ -20,16 +20,18 @@ sweep can be resumed with more seeds or another `chunk_size`. With a
 up the chunk in training: running it again continues, so a long sweep fits
 into calls of a fixed length.
 
-The chunks themselves (`Chunk`, `plan_chunks`, `train_chunk`) live in
-`keras_nalu.sweeps.chunks`, their training here in `keras_nalu.sweeps.local`
-and on Ray in `keras_nalu.sweeps.cluster`.
+`run_sweep` checks its arguments before any work, plans the chunks, and
+hands them, with one `TrainingLimits` (where backups go, how often, the
+deadline), to `train_locally` or `run_on_ray`; its `ResultsAppender` writes
+each finished chunk's rows. The chunks themselves (`Chunk`, `plan_chunks`,
+`train_chunk`) live in `keras_nalu.sweeps.chunks`, their training here in
+`keras_nalu.sweeps.local` and on Ray in `keras_nalu.sweeps.cluster`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import logging
 import os
 import time
@@ -38,9 +40,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from keras_nalu._validation import check_non_negative_int, check_positive_int
+from keras_nalu._files import backup_folder, check_output_folder
 from keras_nalu.experiments import ExperimentConfig, check_run_memory
-from keras_nalu.export import check_output_folder
 from keras_nalu.sweeps.chunks import (
     Chunk,
     backed_up_chunks,
@@ -53,14 +54,15 @@ from keras_nalu.sweeps.cluster import (
     check_ray_arguments,
     run_on_ray,
 )
-from keras_nalu.sweeps.engines import TimeLimitReached, engine_class, engine_name
-from keras_nalu.sweeps.grid import grid_configs, normalize_grid, parse_seeds
-from keras_nalu.sweeps.local import (
-    default_pack_replicas,
-    on_accelerator,
-    train_locally,
-    worker_environment,
+from keras_nalu.sweeps.engines import (
+    BACKUP_EVERY,
+    TimeLimitReached,
+    TrainingLimits,
+    engine_class,
+    engine_name,
 )
+from keras_nalu.sweeps.grid import grid_configs, normalize_grid, parse_seeds
+from keras_nalu.sweeps.local import FillingOptions, train_locally
 from keras_nalu.sweeps.results import (
     CONFIG_FIELDS,
     RESULT_COLUMNS,
@@ -102,7 +104,7 @@ def run_sweep(
     ray_address: str | None = None,
     progress: bool = True,
     on_chunk: Callable[[list[dict]], None] | None = None,
-    backup_every: float | None = 600.0,
+    backup_every: float | None = BACKUP_EVERY,
     time_limit: float | None = None,
     chunks_per_device: int = 1,
     chunk_seconds: Callable[[Chunk], float] | None = None,
@@ -210,137 +212,61 @@ def run_sweep(
     ...            "eval_every": [100]}, "0-1", path, progress=False).skipped
     2
     """
-    if command_buffers:  # first: XLA reads them when JAX starts (a config does)
-        from keras_nalu.sweeps.engines.device import use_command_buffers
-
-        use_command_buffers()
-    filling = {"processes_per_device": processes_per_device, "unroll": unroll}
-    filling = _check_filling(ray_address, chunks_per_device, pack_replicas, filling)
+    filling = FillingOptions(
+        chunks_per_device, pack_replicas, processes_per_device, unroll, command_buffers
+    ).prepared(ray_address)  # first: XLA reads its flags when JAX starts
     configs = _sweep_configs(grid)
     seeds = parse_seeds(seeds)
-    if backup_every is not None and not backup_every >= 0:
-        raise ValueError(
-            "run_sweep expects backup_every to be None or >= 0 seconds. "
-            f"Received: backup_every={backup_every!r}"
-        )
-    if time_limit is not None:
-        if not time_limit >= 0:
-            raise ValueError(
-                "run_sweep expects time_limit to be None or >= 0 seconds. "
-                f"Received: time_limit={time_limit!r}"
-            )
-        if backup_every is None or ray_address is not None:
-            raise ValueError(
-                "run_sweep stops at time_limit only with backups, trained here: "
-                "pass backup_every and no ray_address. Received: "
-                f"backup_every={backup_every!r}, ray_address={ray_address!r}"
-            )
-    check_positive_int("run_sweep", "chunks_per_device", chunks_per_device)
+    _check_limits(backup_every, time_limit, ray_address)
     backup_dir = check_ray_arguments(
         ray_address, backup_dir, backup_every, gpus_per_chunk, chunks_per_device
     )
-
     deadline = None if time_limit is None else time.monotonic() + time_limit
-    path = check_results_path(results_path)
-    check_output_folder(path.parent, "results_path", results_path)
-    backups_here = path.with_name(path.name + ".backup")
-    if backup_every is not None and ray_address is None and backups_here.is_file():
-        raise ValueError(
-            f"results_path {str(results_path)!r}: {backups_here} is a file, where "
-            "the sweep keeps the backups of its chunks in training; move that file "
-            "aside, or train without backups."
-        )
+    path = _checked_results_file(results_path, backup_every, ray_address)
+    limits = TrainingLimits(deadline=deadline)
+    if backup_every is not None:
+        backup = backup_folder(path) if ray_address is None else backup_dir
+        limits = TrainingLimits(backup, backup_every, deadline)
     group_by = (
         _grid_group_keys(normalize_grid(grid))
         if isinstance(grid, Mapping)
         else _group_keys(configs)
     )
     with results_lock(path):
-        table = read_results(path)
-        done = _done_pairs(table)
+        appender = ResultsAppender(path, on_chunk)
         planned_pairs = {(config_id(c), s) for c in configs for s in seeds}
+        done = _done_pairs(appender.table)
         chunks = _plan(
             path,
             configs,
             seeds,
             chunk_size,
             done,
-            resume_backups=backup_every is not None
-            and (ray_address is None or backup_dir is not None),
+            resume_backups=limits.backup is not None,
             backup_dir=backup_dir,
         )
-        skipped = len(planned_pairs & done)
         for chunk in chunks:  # a chunk that cannot fit fails now, not later
             widest = max((c for c, _ in chunk.parts), key=lambda c: c.input_size)
             check_run_memory(widest, chunk.replicas)
         if backup_every is None and ray_address is None:
             _note_unused_backups(path, planned_pairs - done)
-        state = {"table": table, "new": 0, "complete": True}
-
-        def on_rows(rows):
-            new = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
-            frames = [state["table"], new] if len(state["table"]) else [new]
-            state["table"] = pd.concat(frames, ignore_index=True)
-            write_results(state["table"], path)
-            state["new"] += len(rows)
-            # A backup of runs that have rows now (a chunk trained again
-            # without backups, say) would only show a chunk "in training".
-            remove_finished_backups(path, _done_pairs(state["table"]))
-            if on_chunk is not None:
-                on_chunk(rows)
-
-        bar = None
-        if progress:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(
-                total=sum(chunk.steps for chunk in chunks),
-                desc=f"sweep {len(chunks)} chunks",
-                unit="seed-step",
-                unit_scale=True,
-                dynamic_ncols=True,
+        with _progress_bar(progress, chunks) as on_steps:
+            complete = _dispatch(
+                chunks,
+                appender,
+                on_steps,
+                limits,
+                ray_address=ray_address,
+                results_path=path,
+                gpus_per_chunk=gpus_per_chunk,
+                backups_asked=backup_every is not None,
+                filling=filling,
+                chunk_seconds=chunk_seconds,
             )
-
-        def on_steps(steps):
-            if bar is not None:
-                bar.update(steps)
-
-        try:
-            if chunks and ray_address is None:
-                backup_of = None
-                if backup_every is not None:
-                    backup_of = functools.partial(chunk_backup, path)
-                train_locally(
-                    chunks,
-                    on_rows,
-                    on_steps,
-                    backup_of,
-                    backup_every or 0.0,
-                    deadline,
-                    chunks_per_device,
-                    chunk_seconds,
-                    **filling,
-                )
-            elif chunks:
-                run_on_ray(
-                    chunks,
-                    on_rows,
-                    on_steps,
-                    ray_address,
-                    path,
-                    backup_dir,
-                    backup_every,
-                    gpus_per_chunk,
-                )
-        except TimeLimitReached:
-            state["complete"] = False
-        finally:
-            if bar is not None:
-                bar.close()
         with contextlib.suppress(OSError):  # only if no backup is left in it
-            path.with_name(path.name + ".backup").rmdir()
-        table = state["table"]
+            backup_folder(path).rmdir()
     ids = {config_id(c) for c in configs}
+    table = appender.table
     mine = table[
         table["config_id"].astype(str).isin(ids) & table["seed"].isin(seeds)
     ].reset_index(drop=True)
@@ -349,55 +275,148 @@ def run_sweep(
         for backup in (chunk_backup(path, chunk) for chunk in chunks)
         if backup.is_file()
     )
+    skipped = len(planned_pairs & done)
     return SweepOutcome(
-        path,
-        mine,
-        state["new"],
-        skipped,
-        group_by,
-        complete=state["complete"],
-        backups=backups,
+        path, mine, appender.new_rows, skipped, group_by, complete, backups
     )
 
 
-def _check_filling(ray_address, chunks_per_device, pack_replicas, filling) -> dict:
-    """`train_locally`'s ways to fill a device, checked, `pack_replicas` added."""
-    processes_per_device, unroll = filling["processes_per_device"], filling["unroll"]
-    check_positive_int("run_sweep", "processes_per_device", processes_per_device)
-    if pack_replicas is not None:
-        check_non_negative_int("run_sweep", "pack_replicas", pack_replicas)
-    if ray_address is not None and (
-        pack_replicas or processes_per_device != 1 or unroll != 1
-    ):
+def _check_limits(backup_every, time_limit, ray_address) -> None:
+    """Refuses a negative `backup_every` or `time_limit`, or a limit without
+    backups trained here."""
+    if backup_every is not None and not backup_every >= 0:
         raise ValueError(
-            "On Ray, each chunk is a task of its own: pack_replicas, "
-            "processes_per_device and unroll are for sweeps trained here. "
-            f"Received: pack_replicas={pack_replicas!r}, processes_per_device="
-            f"{processes_per_device!r}, unroll={unroll!r}"
+            "run_sweep expects backup_every to be None or >= 0 seconds. "
+            f"Received: backup_every={backup_every!r}"
         )
-    if processes_per_device != 1 and chunks_per_device != 1:
+    if time_limit is None:
+        return
+    if not time_limit >= 0:
         raise ValueError(
-            "run_sweep fills a device with threads (chunks_per_device) or with "
-            "processes (processes_per_device), not both. Received: "
-            f"chunks_per_device={chunks_per_device!r}, "
-            f"processes_per_device={processes_per_device!r}"
+            "run_sweep expects time_limit to be None or >= 0 seconds. "
+            f"Received: time_limit={time_limit!r}"
         )
-    engine_class().check_unroll(unroll)
-    if processes_per_device != 1:  # before JAX starts here: no memory up front
-        from keras_nalu.sweeps.engines.device import _jax_started
+    if backup_every is None or ray_address is not None:
+        raise ValueError(
+            "run_sweep stops at time_limit only with backups, trained here: "
+            "pass backup_every and no ray_address. Received: "
+            f"backup_every={backup_every!r}, ray_address={ray_address!r}"
+        )
 
-        environment = worker_environment()
-        told = {"XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION"}
-        if _jax_started() and not told & set(os.environ) and on_accelerator():
-            logging.getLogger(__name__).warning(
-                "JAX started in this process before processes_per_device could "
-                "keep it from taking GPU memory up front; on a GPU, set "
-                "XLA_PYTHON_CLIENT_PREALLOCATE=false before Python starts"
-            )
-        os.environ.update(environment)
-    if pack_replicas is None:
-        pack_replicas = default_pack_replicas() if ray_address is None else 0
-    return {**filling, "pack_replicas": pack_replicas}
+
+def _checked_results_file(results_path, backup_every, ray_address) -> Path:
+    """The results file, its folder writable, and where backups go no file."""
+    path = check_results_path(results_path)
+    check_output_folder(path.parent, "results_path", results_path)
+    folder = backup_folder(path)
+    if backup_every is not None and ray_address is None and folder.is_file():
+        raise ValueError(
+            f"results_path {str(results_path)!r}: {folder} is a file, where "
+            "the sweep keeps the backups of its chunks in training; move that file "
+            "aside, or train without backups."
+        )
+    return path
+
+
+class ResultsAppender:
+    """Adds each finished chunk's rows to the results file, which stays whole.
+
+    Called with a chunk's rows, in the sweep's thread (only the sweep's
+    process writes the file). A backup of runs that have rows now (a chunk
+    trained again without backups, say) is removed: it would only show a
+    chunk "in training".
+
+    Args:
+        path: the results file, its lock held by the caller.
+        on_chunk: called with the rows of each chunk once they are on disk.
+
+    Attributes:
+        table: the whole file as it is now.
+        new_rows: the rows added so far.
+    """
+
+    def __init__(self, path: Path, on_chunk: Callable[[list[dict]], None] | None):
+        self.path = path
+        self.on_chunk = on_chunk
+        self.table = read_results(path)
+        self.new_rows = 0
+
+    def __call__(self, rows: list[dict]) -> None:
+        new = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
+        frames = [self.table, new] if len(self.table) else [new]
+        self.table = pd.concat(frames, ignore_index=True)
+        write_results(self.table, self.path)
+        self.new_rows += len(rows)
+        remove_finished_backups(self.path, _done_pairs(self.table))
+        if self.on_chunk is not None:
+            self.on_chunk(rows)
+
+
+@contextlib.contextmanager
+def _progress_bar(progress: bool, chunks: Sequence[Chunk]):
+    """One tqdm bar over the seed-steps of `chunks`; yields its `on_steps`."""
+    if not progress:
+        yield lambda steps: None
+        return
+    from tqdm.auto import tqdm
+
+    bar = tqdm(
+        total=sum(chunk.steps for chunk in chunks),
+        desc=f"sweep {len(chunks)} chunks",
+        unit="seed-step",
+        unit_scale=True,
+        dynamic_ncols=True,
+    )
+    try:
+        yield bar.update
+    finally:
+        bar.close()
+
+
+def _dispatch(
+    chunks,
+    on_rows,
+    on_steps,
+    limits,
+    *,
+    ray_address,
+    results_path,
+    gpus_per_chunk,
+    backups_asked,
+    filling,
+    chunk_seconds,
+) -> bool:
+    """Trains `chunks` here or on Ray; False if it stopped at the deadline.
+
+    Args:
+        chunks: the chunks, in order.
+        on_rows: the `ResultsAppender`.
+        on_steps: the progress bar's count of seed-steps.
+        limits: the chunks' backup folder (beside the results file here,
+            `backup_dir` on Ray), how often, and the deadline.
+        ray_address, results_path, gpus_per_chunk, backups_asked: for
+            `run_on_ray`; the chunks train here if `ray_address` is None.
+        filling, chunk_seconds: for `train_locally`.
+    """
+    if not chunks:
+        return True
+    if ray_address is not None:
+        run_on_ray(
+            chunks,
+            on_rows,
+            on_steps,
+            ray_address,
+            results_path,
+            limits,
+            gpus_per_chunk,
+            backups_asked,
+        )
+        return True
+    try:
+        train_locally(chunks, on_rows, on_steps, limits, filling, chunk_seconds)
+    except TimeLimitReached:
+        return False
+    return True
 
 
 def plan_sweep(
@@ -514,24 +533,4 @@ def _group_keys(configs: Sequence[ExperimentConfig]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(["operation", "model", *varied]))
 
 
-def summary_markdown(outcome: SweepOutcome) -> str:
-    """The paper-style Markdown table of a sweep's rows (`summary.summarize`)."""
-    from keras_nalu.sweeps.summary import load_results, summarize
-    from keras_nalu.sweeps.tables import to_markdown
-
-    if not outcome.path.exists():  # no chunk has finished yet
-        return "(no rows)\n"
-    results = load_results(outcome.path)
-    keep = results["config_id"].astype(str).isin(set(outcome.results["config_id"]))
-    results = results[keep]
-    if results.empty:
-        return "(no rows)\n"
-    by = list(outcome.group_by)
-    if "engine" in results and results["engine"].nunique(dropna=False) > 1:
-        by.append("engine")  # rows of an earlier sweep on another engine
-    for key in by:  # None values are empty cells: show "None"
-        results[key] = results[key].astype(object).where(results[key].notna(), "None")
-    return to_markdown(summarize(results, by=by))
-
-
-__all__ = ["SweepOutcome", "plan_sweep", "run_sweep", "summary_markdown"]
+__all__ = ["SweepOutcome", "plan_sweep", "run_sweep"]

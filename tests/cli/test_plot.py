@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from keras_nalu import cli
-from keras_nalu.sweeps.plots import made_by_plot
+from keras_nalu.reports.plots import made_by_plot
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "results" / "example_results.csv"
 
@@ -73,8 +73,8 @@ def test_an_x_that_is_not_swept_is_one_line_listing_the_columns(results, capsys,
 def test_mixed_budgets_and_engines_get_lines_of_their_own(tmp_path, capsys):
     import pandas as pd
 
-    from keras_nalu.sweeps.plots import results_figure
-    from keras_nalu.sweeps.summary import load_results
+    from keras_nalu.reports.plots import results_figure
+    from keras_nalu.reports.summary import load_results
 
     table = load_results(EXAMPLE)
     table = table[table["model"] == "nmu"]
@@ -130,8 +130,8 @@ def test_empty_cells_of_a_numeric_x_are_the_default(results, capsys):
         code, stdout, err = keras_nalu(capsys, "plot", results, "--x", x)
         assert code == 0, err
         assert made_by_plot(stdout.strip())
-    from keras_nalu.sweeps.plots import results_figure
-    from keras_nalu.sweeps.summary import load_results
+    from keras_nalu.reports.plots import results_figure
+    from keras_nalu.reports.summary import load_results
 
     figure = results_figure(load_results(results), x="epsilon")
     ticks = [label.get_text() for label in figure.axes[0].get_xticklabels()]

@@ -30,7 +30,8 @@ tf.config.set_logical_device_configuration(
 import _worker  # noqa: E402
 import numpy as np  # noqa: E402
 
-from keras_nalu.export import export_saved_model, save_keras_model  # noqa: E402
+from keras_nalu._files import save_keras_model  # noqa: E402
+from keras_nalu.export import export_saved_model  # noqa: E402
 
 
 def multi_step_outcome(strategy) -> dict:

@@ -58,8 +58,8 @@ import nalm  # noqa: E402
 import paper  # noqa: E402
 import published  # noqa: E402
 
+from keras_nalu.reports.summary import summarize  # noqa: E402
 from keras_nalu.sweeps.results import read_results  # noqa: E402
-from keras_nalu.sweeps.summary import summarize  # noqa: E402
 
 # --- how the page prints numbers --------------------------------------------------
 

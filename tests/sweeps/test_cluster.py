@@ -35,6 +35,7 @@ from keras_nalu.sweeps.chunks import Chunk, backup_name, train_chunk  # noqa: E4
 from keras_nalu.sweeps.cluster import ray_options  # noqa: E402
 from keras_nalu.sweeps.engines import (  # noqa: E402
     TimeLimitReached,
+    TrainingLimits,
     read_backup,
     stop_at_interrupt,
     stop_requested,
@@ -397,13 +398,13 @@ def test_a_chunk_continues_from_its_backup_at_a_url(tmp_path):
     # The backup a worker killed after its first evaluation leaves behind.
     stopped = tmp_path / backup_name(chunk)
     with pytest.raises(TimeLimitReached):
-        train_chunk(chunk, backup=stopped, backup_every=0, deadline=0)
+        train_chunk(chunk, limits=TrainingLimits(tmp_path, 0, deadline=0))
     memory = fsspec.filesystem("memory")
     folder = f"/backups-{secrets.token_hex(4)}"
     memory.put_file(str(stopped), f"{folder}/{stopped.name}")
     try:
         result = cluster._chunk_task(
-            chunk, f"memory://{folder}", 0, cluster._versions()
+            chunk, TrainingLimits(f"memory://{folder}", 0), cluster._versions()
         )
         assert not memory.exists(f"{folder}/{stopped.name}")  # done: deleted
     finally:
@@ -425,15 +426,15 @@ def test_tensorflow_retracing_warnings_are_silenced_while_a_chunk_trains(
     # `train_chunk` is what a Ray worker runs: the silencing must be in it.
     import tensorflow as tf
 
-    from keras_nalu.sweeps import engines
+    from keras_nalu.sweeps.engines import train
 
     levels = []
 
-    def train_replicas(config, seeds, **options):
+    def train_run(run, progress, limits):
         levels.append(tf.get_logger().getEffectiveLevel())
         return []
 
-    monkeypatch.setattr(engines, "train_replicas", train_replicas)
+    monkeypatch.setattr(train, "train_run", train_run)
     before = tf.get_logger().level
     train_chunk(Chunk(ExperimentConfig(model="nau"), (0,)))
     assert levels == [logging.ERROR]
@@ -461,7 +462,7 @@ def test_a_node_with_other_versions_refuses_its_chunk_in_one_line():
     versions = {**cluster._versions(), "keras": "0.0.1"}
     chunk = Chunk(ExperimentConfig(model="nau", iterations=100, eval_every=100), (0,))
     with pytest.raises(RuntimeError, match=r"keras \S+ \(driver: 0\.0\.1\)") as error:
-        cluster._chunk_task(chunk, None, None, versions)
+        cluster._chunk_task(chunk, TrainingLimits(), versions)
     # ... which the driver reports in one line, with what is kept
     failed = ray.exceptions.RayTaskError("_chunk_task", "traceback", error.value)
     kept = "4 rows of this sweep are kept in r.csv"

@@ -24,7 +24,7 @@ local.train_chunk = spy
 grid = {"model": ["nau", "nmu"], "input_size": [10], "iterations": [200],
         "eval_every": [100]}
 together = runner.run_sweep(grid, "0-1", sys.argv[1] + "/a.csv", progress=False)
-local._local_devices = lambda: []
+local.local_devices = lambda: []
 apart = runner.run_sweep(grid, "0-1", sys.argv[1] + "/b.csv", progress=False)
 key = ["config_id", "seed"]
 a = together.results.sort_values(key)["extrapolation_mse"].tolist()

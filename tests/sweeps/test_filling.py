@@ -15,6 +15,7 @@ import keras
 import numpy as np
 import pytest
 
+from keras_nalu._files import backup_folder
 from keras_nalu.experiments import ExperimentConfig
 from keras_nalu.sweeps.chunks import (
     Chunk,
@@ -24,7 +25,7 @@ from keras_nalu.sweeps.chunks import (
     train_chunk,
     train_pack,
 )
-from keras_nalu.sweeps.engines import TimeLimitReached, replica_run
+from keras_nalu.sweeps.engines import TimeLimitReached, TrainingLimits, replica_run
 from keras_nalu.sweeps.results import read_results
 from keras_nalu.sweeps.runner import run_sweep
 from tests.helpers import load_backup_state, run_in_fresh_python
@@ -42,7 +43,7 @@ TIMING = ("wall_time", "iterations_per_second")
 PLAN_PRESETS = sorted(
     {c.model for _, _, configs in paper.sweep_groups(paper.PRIORITY) for c in configs}
 )
-COMMITTED = sorted((paper.OUT / "results.csv.backup").glob("*.npz"))
+COMMITTED = sorted(backup_folder(paper.OUT / "results.csv").glob("*.npz"))
 
 
 def _rows(rows):
@@ -72,16 +73,16 @@ def test_every_preset_of_the_plan_steps_in_a_pack_as_alone():
         replica_run(_chunk(model, operations[i % 3]).config, [0, 1], history=False)
         for i, model in enumerate(PLAN_PRESETS)
     ]
-    start = [run._state_arrays() for run in runs]
+    start = [run.get_state() for run in runs]
     alone = []
     for run in runs:
         run.train_block(0, 10)
-        alone.append(run._state_arrays())
-    for run, arrays in zip(runs, start):
-        run._load_state_arrays(arrays)
+        alone.append(run.get_state().variables.flat())
+    for run, state in zip(runs, start):
+        run.set_state(state)
     PackedBlocks().train(runs, 10)
     for run, expected in zip(runs, alone):
-        for packed, own in zip(run._state_arrays(), expected, strict=True):
+        for packed, own in zip(run.get_state().variables.flat(), expected, strict=True):
             np.testing.assert_array_equal(packed, own, err_msg=run.config.model)
 
 
@@ -167,7 +168,8 @@ def test_a_committed_backup_steps_in_a_pack_as_alone(backup, tmp_path):
     other = replica_run(_chunk("nau", "add").config, [0])
     alone.train_block(alone.step, alone.step + 10)
     PackedBlocks().train([packed, other], 10)
-    for a, b in zip(alone._state_arrays(), packed._state_arrays(), strict=True):
+    arrays = (run.get_state().variables.flat() for run in (alone, packed))
+    for a, b in zip(*arrays, strict=True):
         np.testing.assert_array_equal(a, b)
 
 
@@ -176,13 +178,12 @@ def test_a_committed_backup_steps_in_a_pack_as_alone(backup, tmp_path):
 def test_a_committed_backup_continues_in_a_pack_to_the_same_backup(backup, tmp_path):
     chunk, copies = _committed_copies(backup, tmp_path, ["alone", "packed"])
     with pytest.raises(TimeLimitReached):  # one block of steps
-        train_chunk(chunk, backup=chunk_backup(copies[0], chunk), deadline=0)
+        train_chunk(chunk, limits=TrainingLimits(backup_folder(copies[0]), deadline=0))
     with pytest.raises(TimeLimitReached):
         train_pack(
             Pack((chunk, _chunk("nau", "add", seeds=(0,), iterations=1000))),
             print,
-            backup_of=lambda c: chunk_backup(copies[1], c),
-            deadline=0,
+            limits=TrainingLimits(backup_folder(copies[1]), deadline=0),
         )
     (alone, alone_arrays), (packed, packed_arrays) = (
         load_backup_state(chunk_backup(path, chunk)) for path in copies
@@ -286,9 +287,9 @@ def test_command_buffers_after_jax_started_are_one_line(tmp_path):
 
 
 def test_a_process_that_dies_ends_the_sweep_in_one_line(tmp_path, monkeypatch):
-    from keras_nalu.sweeps import local
+    from keras_nalu.sweeps import processes
 
-    monkeypatch.setattr(local, "_process_worker", _exit_at_once)
+    monkeypatch.setattr(processes, "_process_worker", _exit_at_once)
     with pytest.raises(RuntimeError, match="exit code 3"):
         run_sweep(
             GRID,

@@ -267,7 +267,7 @@ def test_the_schedule_acts_at_its_steps():
     runs = [replica_run(c, [0]) for c in (ramped, off)]
     for run in runs:
         run.train(progress=False)
-    assert runs[0]._strengths(50, 51)[0, 0] == pytest.approx(5.0)
+    assert runs[0].strengths(50, 51)[0, 0] == pytest.approx(5.0)
     difference = max(
         np.abs(a - b).max() for a, b in zip(runs[0].weights(0), runs[1].weights(0))
     )
@@ -338,13 +338,13 @@ def test_a_sweep_packs_the_tasks_of_one_recipe_into_one_run(tmp_path, monkeypatc
     from keras_nalu.sweeps import engines
 
     sizes = []
-    real = engines.train_batched
+    real = engines.batched_run
 
     def spy(configs, **kwargs):
         sizes.append(len(configs))
         return real(configs, **kwargs)
 
-    monkeypatch.setattr(engines, "train_batched", spy)
+    monkeypatch.setattr(engines, "batched_run", spy)
     outcome = runner.run_sweep(grid, "0-1", tmp_path / "r.csv", progress=False)
     assert sizes == [6] and outcome.new_rows == 6
     rows = outcome.results.sort_values(["operation", "seed"])
@@ -485,7 +485,7 @@ def test_single_module_presets_train_as_model_fit(model, monkeypatch):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     if preset.l1 is not None:
         l1 = [r for r in run.setup.regularizers if type(r).__name__ == "L1"]
-        assert run._strengths(25, 26)[0, run.setup.regularizers.index(l1[0])] == (
+        assert run.strengths(25, 26)[0, run.setup.regularizers.index(l1[0])] == (
             pytest.approx(preset.l1["initial_strength"] * 100)
         )
 

@@ -13,12 +13,12 @@ import pytest
 
 from keras_nalu import cli
 from keras_nalu.experiments import ExperimentConfig, run_experiment
+from keras_nalu.reports.summary import load_results
 from keras_nalu.sweeps.chunks import backup_files, chunk_backup, plan_chunks
 from keras_nalu.sweeps.engines import ReplicaRun, read_backup
 from keras_nalu.sweeps.grid import grid_configs, parse_grid
 from keras_nalu.sweeps.results import RESULT_COLUMNS, config_id, read_results
 from keras_nalu.sweeps.runner import run_sweep
-from keras_nalu.sweeps.summary import load_results
 from tests.bad_paths import unwritable_folder
 
 GRID = [
@@ -475,18 +475,18 @@ def test_the_sweep_command_refuses_overlapping_ranges(tmp_path, capsys):
 
 def test_a_sweep_chunk_keeps_no_evaluation_history(monkeypatch):
     """Its rows hold verdicts only: no list of every evaluation is kept."""
-    from keras_nalu.sweeps import engines
     from keras_nalu.sweeps.chunks import train_chunk
+    from keras_nalu.sweeps.engines import train
 
     histories = []
-    train_replicas = engines.train_replicas
+    train_run = train.train_run
 
     def spy(*args, **kwargs):
-        records = train_replicas(*args, **kwargs)
+        records = train_run(*args, **kwargs)
         histories.extend(record["history"] for record in records)
         return records
 
-    monkeypatch.setattr(engines, "train_replicas", spy)
+    monkeypatch.setattr(train, "train_run", spy)
     config = ExperimentConfig(model="nau", input_size=10, iterations=20, eval_every=10)
     rows = train_chunk(config, [0, 1])
     assert histories == [None, None]

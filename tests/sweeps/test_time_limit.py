@@ -5,9 +5,10 @@ import time
 import pandas as pd
 import pytest
 
+from keras_nalu._files import backup_folder
 from keras_nalu.experiments import ExperimentConfig
 from keras_nalu.sweeps import local
-from keras_nalu.sweeps.engines import TimeLimitReached, replica_run
+from keras_nalu.sweeps.engines import TimeLimitReached, TrainingLimits, replica_run
 from keras_nalu.sweeps.results import read_results
 from keras_nalu.sweeps.runner import plan_sweep, run_sweep
 from tests.helpers import load_backup_state, save_backup_state
@@ -29,7 +30,7 @@ def _sorted(table):
 
 
 def _backups(path):
-    return sorted(path.with_name(path.name + ".backup").glob("*.npz"))
+    return sorted(backup_folder(path).glob("*.npz"))
 
 
 def test_a_time_limit_stops_after_a_backup_and_a_rerun_continues(tmp_path):
@@ -111,7 +112,7 @@ def test_chunks_sharing_a_device_stop_at_the_deadline(monkeypatch):
     device = jax.devices()[0]
     taken = []
 
-    def fake_chunk(chunk, on_steps, backup_of, backup_every, deadline=None, unroll=1):
+    def fake_chunk(chunk, on_steps, limits, unroll=1):
         taken.append(chunk)
         time.sleep(0.05)  # both workers take a chunk before either returns
         if chunk == "stops":
@@ -126,9 +127,7 @@ def test_chunks_sharing_a_device_stop_at_the_deadline(monkeypatch):
             [device, device],
             written.extend,
             lambda steps: None,
-            None,
-            0.0,
-            deadline=time.monotonic() - 1,
+            TrainingLimits(deadline=time.monotonic() - 1),
         )
     assert sorted(taken) == ["finishes", "stops"]  # no chunk after the deadline
     assert written == ["finishes"]  # a finished chunk's rows are kept
@@ -137,7 +136,7 @@ def test_chunks_sharing_a_device_stop_at_the_deadline(monkeypatch):
     written.clear()
     chunks = ["a", "b", "c", "d", "e"]
     local._train_on_devices(
-        chunks, [device] * 2, written.extend, lambda steps: None, None, 0.0
+        chunks, [device] * 2, written.extend, lambda steps: None, TrainingLimits()
     )
     assert sorted(written) == chunks
 
@@ -148,9 +147,10 @@ def test_chunks_per_device_lists_each_device_that_many_times(monkeypatch):
 
     seen = []
     monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
-    monkeypatch.setattr(local, "_local_devices", lambda: [])
+    monkeypatch.setattr(local, "local_devices", lambda: [])
     monkeypatch.setattr(
         local, "_train_on_devices", lambda chunks, devices, *rest: seen.append(devices)
     )
-    local.train_locally(["a", "b"], None, None, chunks_per_device=3)
+    filling = local.FillingOptions(chunks_per_device=3, pack_replicas=0)
+    local.train_locally(["a", "b"], None, None, filling=filling)
     assert seen == [jax.devices()[:1] * 3]

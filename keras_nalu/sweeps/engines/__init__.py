@@ -3,7 +3,8 @@
 `ReplicaRun` (`run.py`) is what every engine shares, as Keras' `Trainer`
 is shared by its backends' trainers: the setup of the replicas (`setup.py`,
 `optimizer.py`), λ(t) (`schedule.py`), the verdicts (`verdicts.py`), the
-loop between evaluations (`loop.py`), the run's state (`state.py`) and its
+loop between evaluations and its `TrainingLimits` (`loop.py`), the run's
+state (`state.py`: `RunState`, its variables an `EngineState`) and its
 backup file (`backup.py`). An engine compiles the block of training steps
 and the evaluation for its Keras backend: `tensorflow.py` (`tf.function`,
 `tf.vectorized_map`) and `jax.py` (`jax.jit`, `jax.vmap`, `jax.lax.scan`);
@@ -21,7 +22,9 @@ from keras_nalu.sweeps.engines.backup import (
 )
 from keras_nalu.sweeps.engines.device import device_name
 from keras_nalu.sweeps.engines.loop import (
+    BACKUP_EVERY,
     TimeLimitReached,
+    TrainingLimits,
     stop_at_interrupt,
     stop_requested,
 )
@@ -32,7 +35,7 @@ from keras_nalu.sweeps.engines.setup import (
     recipe,
     vectorizable,
 )
-from keras_nalu.sweeps.engines.state import RunState
+from keras_nalu.sweeps.engines.state import EngineState, RunState
 from keras_nalu.sweeps.engines.train import (
     ENGINES,
     batched_run,
@@ -45,14 +48,17 @@ from keras_nalu.sweeps.engines.train import (
 from keras_nalu.sweeps.engines.verdicts import Verdicts
 
 __all__ = [
+    "BACKUP_EVERY",
     "BACKUP_FORMAT",
     "ENGINES",
+    "EngineState",
     "READABLE_FORMATS",
     "RECIPE_FIELDS",
     "NotVectorizableError",
     "ReplicaRun",
     "RunState",
     "TimeLimitReached",
+    "TrainingLimits",
     "Verdicts",
     "backup_runs",
     "batched_run",

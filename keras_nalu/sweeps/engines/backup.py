@@ -6,9 +6,10 @@ each replica's `EvaluationSummary` (the verdict so far, at constant size);
 `ReplicaRun.restore_backup` continues a new run of the same configuration
 and seeds from it, and `read_backup` reads each seed's verdict so far
 without building the model. The file holds arrays `variable_0 ...
-variable_{n-1}` and a JSON `state` (the run's identity, step, wall time,
-flags and summaries), stored as UTF-8 bytes (a `uint8` array). Its size
-does not grow with the number of evaluations.
+variable_{n-1}` (the run's `EngineState`, flattened: weights, optimizer,
+model state, flags) and a JSON `state` (the run's identity, step, wall
+time, flags and summaries), stored as UTF-8 bytes (a `uint8` array). Its
+size does not grow with the number of evaluations.
 
 Format 1, the earlier layout, stored every evaluation of every replica in
 the JSON, which was a NumPy unicode string (4 bytes a character): a
@@ -215,7 +216,7 @@ def save_backup(run, path: str | os.PathLike) -> None:
     }
     arrays = {
         f"variable_{i}": np.asarray(values)
-        for i, values in enumerate(run_state.variables)
+        for i, values in enumerate(run_state.variables.flat())
     }
     with atomic_write(path, "wb", temporary=partial_path(path)) as file:
         text = json.dumps(state, separators=(",", ":"))
@@ -235,7 +236,7 @@ def restore_backup(run, path: str | os.PathLike) -> bool:
     if not path.exists():
         return False
     current = run.get_state()
-    shapes = [tuple(values.shape) for values in current.variables]
+    shapes = [tuple(values.shape) for values in current.variables.flat()]
     try:
         state, arrays = _load_backup(path, len(shapes))
     except ValueError as error:
@@ -284,8 +285,9 @@ def restore_backup(run, path: str | os.PathLike) -> bool:
         active=np.array(state["active"], dtype=bool),
         history=history,
     )
+    variables = current.variables.unflatten(arrays)
     run.set_state(
-        RunState(int(state["step"]), float(state["wall_time"]), verdicts, arrays)
+        RunState(int(state["step"]), float(state["wall_time"]), verdicts, variables)
     )
     return True
 

@@ -39,7 +39,7 @@ def device_name() -> str:
     return "cpu"
 
 
-def _jax_started() -> bool:
+def jax_started() -> bool:
     """Whether JAX has created its backends (XLA's flags are read then)."""
     import sys
 
@@ -68,7 +68,7 @@ def use_command_buffers() -> None:
     flags = os.environ.get("XLA_FLAGS", "").split()
     if all(flag in flags for flag in COMMAND_BUFFER_FLAGS):
         return
-    if _jax_started():
+    if jax_started():
         raise ValueError(
             "XLA reads its command-buffer flags when JAX starts, and JAX has "
             "started in this process; set them before Python starts: "

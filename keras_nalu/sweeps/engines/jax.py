@@ -47,6 +47,7 @@ from keras_nalu.evaluation.sparsity import distance_to_sparse, effective_weight_
 from keras_nalu.keras_utils import iter_layers
 from keras_nalu.sweeps.engines.run import ReplicaRun
 from keras_nalu.sweeps.engines.setup import eval_groups
+from keras_nalu.sweeps.engines.state import EngineState
 from keras_nalu.tasks.operations import apply_operation
 from keras_nalu.tasks.ranges import place_uniform
 from keras_nalu.tasks.sampling import TRAIN_STREAM
@@ -55,7 +56,12 @@ from keras_nalu.tasks.streams import counter_uniform, stream_key
 _CHUNK = 100
 
 
-def _precision():
+def matmul_precision():
+    """Matrix products at float32 precision while the engine computes.
+
+    A context manager; the packed program (`engines.packed`) runs under it
+    too.
+    """
     return jax.default_matmul_precision("highest")
 
 
@@ -83,24 +89,22 @@ class JaxReplicaRun(ReplicaRun):
             )
         ]
         self.optimizer = self.setup.optimizer.build(stacked)
-        shapes = {tuple(v.shape) for v in stacked}
-        self._slot_flags = [
-            tuple(v.shape) in shapes and len(v.shape) > 0
-            for v in self.optimizer.variables
-        ]
-        self._trainable = [jnp.asarray(v.value) for v in stacked]
-        self._optimizer_state = [jnp.asarray(v.value) for v in self.optimizer.variables]
+        self._slot_flags = self.setup.optimizer.per_replica(self.optimizer, stacked)
         # The variables a forward pass reads: the trainable ones (per
         # replica), the regularizers' strengths (λ, shared) and the model's
         # other state (per replica, e.g. a noise layer's seed), updated by
-        # every training step.
-        self._model_state = [jnp.asarray(a) for a in self.setup.initial_state]
-        self._active_flags = jnp.ones(self.num_replicas, bool)
-        self._diverged = jnp.full(self.num_replicas, -1, jnp.int32)
+        # every training step. The carry holds all but λ.
+        self.carry = EngineState(
+            weights=[jnp.asarray(v.value) for v in stacked],
+            optimizer=[jnp.asarray(v.value) for v in self.optimizer.variables],
+            model_state=[jnp.asarray(a) for a in self.setup.initial_state],
+            active=jnp.ones(self.num_replicas, bool),
+            diverged=jnp.full(self.num_replicas, -1, jnp.int32),
+        )
         self._strength_variables = [r.current_strength for r in self.setup.regularizers]
         self._build_data()
         self._effective = _effective_weight_readers(template)
-        self._block_fn = jax.jit(self._train_steps, static_argnums=(7,))
+        self._block_fn = jax.jit(self._train_steps, static_argnames="steps")
         self._errors_fn = jax.jit(self._group_errors)
         self._sparsity_fn = jax.jit(self._replica_sparsity)
 
@@ -188,21 +192,30 @@ class JaxReplicaRun(ReplicaRun):
 
     # --- one block of steps ---------------------------------------------------------
 
-    def _step(self, carry, inputs):
-        trainable, optimizer_state, model_state, active, diverged = carry
+    def train_step(self, carry: EngineState, inputs) -> tuple[EngineState, None]:
+        """One training step of every replica: `jax.lax.scan`'s body.
+
+        Args:
+            carry: the run's variables (`EngineState` of JAX arrays).
+            inputs: `(step, strengths)`: the step's index and λ of every
+                scheduled regularizer at it.
+
+        Returns:
+            `(carry, None)`: the variables after the step.
+        """
         step, strengths = inputs
         x, t = self.training_batch(step)
 
         def total(weights):
             losses, state = jax.vmap(self._replica_loss, in_axes=(0, 0, None, 0, 0))(
-                weights, model_state, strengths, x, t
+                weights, carry.model_state, strengths, x, t
             )
             return jnp.sum(losses), (losses, state)
 
-        gradients, (losses, new_model_state) = jax.grad(total, has_aux=True)(trainable)
+        gradients, (losses, model_state) = jax.grad(total, has_aux=True)(carry.weights)
         gradients = self.setup.optimizer.clip(gradients, jnp)
-        updated, new_state = self.optimizer.stateless_apply(
-            optimizer_state, gradients, trainable
+        updated, optimizer = self.optimizer.stateless_apply(
+            carry.optimizer, gradients, carry.weights
         )
         finite = jnp.isfinite(losses)
         for i, constraint in enumerate(self.setup.constraints):
@@ -210,70 +223,40 @@ class JaxReplicaRun(ReplicaRun):
                 updated[i] = jax.vmap(constraint)(updated[i])
             axes = tuple(range(1, updated[i].ndim))
             finite &= jnp.all(jnp.isfinite(updated[i]), axis=axes)
-        keep = active & finite
-        trainable = [
-            jnp.where(_per_replica(keep, new), new, old)
-            for new, old in zip(updated, trainable)
-        ]
-        optimizer_state = [
-            jnp.where(_per_replica(keep, new), new, old) if per_replica else new
-            for new, old, per_replica in zip(
-                new_state, optimizer_state, self._slot_flags
-            )
-        ]
-        model_state = [
-            jnp.where(_per_replica(keep, new), new, old)
-            for new, old in zip(new_model_state, model_state)
-        ]
-        diverged = jnp.where(active & ~finite, step + 1, diverged)
-        return (trainable, optimizer_state, model_state, keep, diverged), None
+        keep = carry.active & finite
 
-    def _train_steps(
-        self,
-        trainable,
-        optimizer_state,
-        model_state,
-        active,
-        diverged,
-        start,
-        strengths,
-        n,
-    ):
-        steps = start + jnp.arange(n, dtype=jnp.int32)
-        carry = (trainable, optimizer_state, model_state, active, diverged)
+        def kept(new, old):  # a replica that stops keeps its variables
+            return jnp.where(_per_replica(keep, new), new, old)
+
+        carry = EngineState(
+            weights=[kept(*pair) for pair in zip(updated, carry.weights)],
+            optimizer=[
+                kept(new, old) if per_replica else new
+                for new, old, per_replica in zip(
+                    optimizer, carry.optimizer, self._slot_flags
+                )
+            ],
+            model_state=[kept(*pair) for pair in zip(model_state, carry.model_state)],
+            active=keep,
+            diverged=jnp.where(carry.active & ~finite, step + 1, carry.diverged),
+        )
+        return carry, None
+
+    def _train_steps(self, carry, start, strengths, steps):
+        indices = start + jnp.arange(steps, dtype=jnp.int32)
         carry, _ = jax.lax.scan(
-            self._step, carry, (steps, strengths), unroll=self.unroll
+            self.train_step, carry, (indices, strengths), unroll=self.unroll
         )
         return carry
 
-    def _carry(self) -> tuple:
-        """What a block of steps carries: weights, optimizer, state, flags."""
-        return (
-            self._trainable,
-            self._optimizer_state,
-            self._model_state,
-            self._active_flags,
-            self._diverged,
-        )
-
-    def _set_carry(self, carry) -> None:
-        (
-            self._trainable,
-            self._optimizer_state,
-            self._model_state,
-            self._active_flags,
-            self._diverged,
-        ) = carry
-
     def _train_block(self, start: int, strengths: np.ndarray) -> None:
-        with _precision():
-            carry = self._block_fn(
-                *self._carry(),
+        with matmul_precision():
+            self.carry = self._block_fn(
+                self.carry,
                 jnp.asarray(start, jnp.int32),
                 jnp.asarray(strengths, jnp.float32),
-                len(strengths),
+                steps=len(strengths),
             )
-        self._set_carry(carry)
 
     # --- evaluation -----------------------------------------------------------------
 
@@ -295,7 +278,7 @@ class JaxReplicaRun(ReplicaRun):
     def _replica_errors(self):
         interpolation = np.zeros(self.num_replicas)
         extrapolation = np.zeros(self.num_replicas)
-        with _precision():
+        with matmul_precision():
             for members, x_val, t_val, x_test, t_test in self._groups:
                 rows = np.asarray(members)
                 for out, x, t in (
@@ -303,7 +286,7 @@ class JaxReplicaRun(ReplicaRun):
                     (extrapolation, x_test, t_test),
                 ):
                     sums = self._errors_fn(
-                        self._trainable, self._model_state, members, x, t
+                        self.carry.weights, self.carry.model_state, members, x, t
                     )
                     total = np.asarray(sums, np.float64).sum(axis=-1)
                     out[rows] = total / x.shape[0]
@@ -323,48 +306,36 @@ class JaxReplicaRun(ReplicaRun):
 
     def _sparsity_errors(self, replicas) -> dict[int, float]:
         errors = np.asarray(
-            self._sparsity_fn(self._trainable, self._model_state), np.float64
+            self._sparsity_fn(self.carry.weights, self.carry.model_state), np.float64
         )
         return {int(r): float(errors[r]) for r in replicas}
 
     def _diverged_at(self) -> np.ndarray:
-        return np.asarray(self._diverged)
+        return np.asarray(self.carry.diverged)
 
     def _set_active(self, active: np.ndarray) -> None:
-        self._active_flags = jnp.asarray(active)
+        self.carry = self.carry._replace(active=jnp.asarray(active))
 
     # --- state ------------------------------------------------------------------
 
-    def _state_arrays(self) -> list[np.ndarray]:
-        return [
-            *(np.asarray(w) for w in self._trainable),
-            *(np.asarray(v) for v in self._optimizer_state),
-            *(np.asarray(s) for s in self._model_state),
-            np.asarray(self._active_flags),
-            np.asarray(self._diverged),
-        ]
+    def _engine_state(self) -> EngineState:
+        return self.carry.map(np.asarray)
 
-    def _load_state_arrays(self, arrays) -> None:
-        arrays = [jnp.asarray(a) for a in arrays]
-        weights = len(self._trainable)
-        optimizer = weights + len(self._optimizer_state)
-        self._trainable = arrays[:weights]
-        self._optimizer_state = arrays[weights:optimizer]
-        self._model_state = arrays[optimizer:-2]
-        self._active_flags, self._diverged = arrays[-2], arrays[-1]
+    def _set_engine_state(self, state: EngineState) -> None:
+        self.carry = state.map(jnp.asarray)
 
     def stacked_weights(self) -> list[np.ndarray]:
-        return [np.asarray(w) for w in self._trainable]
+        return [np.asarray(w) for w in self.carry.weights]
 
     def stacked_optimizer_state(self) -> list[np.ndarray]:
         return [
             np.asarray(v)
-            for v, per_replica in zip(self._optimizer_state, self._slot_flags)
+            for v, per_replica in zip(self.carry.optimizer, self._slot_flags)
             if per_replica
         ]
 
     def stacked_state(self) -> list[np.ndarray]:
-        return [np.asarray(s) for s in self._model_state]
+        return [np.asarray(s) for s in self.carry.model_state]
 
 
 def _effective_weight_readers(model) -> list:

@@ -4,18 +4,55 @@
 two evaluations (`eval_every`), each compiled by the engine as one call. After
 each block it evaluates, writes the backup when it is due, reports progress,
 and stops at the last step, when no replica is left, at a `deadline`
-(`TimeLimitReached`) or at Ctrl-C (`stop_at_interrupt`).
+(`TimeLimitReached`) or at Ctrl-C (`stop_at_interrupt`). Where a run is
+backed up, how often, and when it stops is one `TrainingLimits` value,
+handed down from the sweep to the run.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+BACKUP_EVERY = 600.0
+"""Seconds between two backups of a run in training, unless told: a killed
+run or sweep loses at most 10 minutes of training."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingLimits:
+    """Where a run is backed up, how often, and when it stops.
+
+    Attributes:
+        backup: None for no backups; else where the backups go: a run's
+            `.npz` file (`ReplicaRun.train`), or, for a sweep's chunks
+            (`train_chunk`, `train_pack`, `run_sweep`'s dispatch), the
+            folder that holds one file per chunk (`chunk_backup`, a path or,
+            on Ray, a `backup_dir` URL).
+        backup_every: seconds between two backups; 0 after every evaluation.
+        deadline: a `time.monotonic()` time: at the first evaluation at or
+            after it, a run writes its backup (if it has one) and raises
+            `TimeLimitReached`, unless it has finished. None for no limit.
+
+    Example:
+
+    >>> TrainingLimits(backup="chunk.npz").backup_every
+    600.0
+    """
+
+    backup: str | os.PathLike | None = None
+    backup_every: float = BACKUP_EVERY
+    deadline: float | None = None
+
+    def out_of_time(self) -> bool:
+        """Whether the `deadline` has passed."""
+        return self.deadline is not None and time.monotonic() >= self.deadline
 
 
 class TimeLimitReached(RuntimeError):
@@ -41,6 +78,15 @@ def stop_requested() -> bool:
     evaluations.
     """
     return _stop_requested.is_set()
+
+
+def request_stop() -> None:
+    """Asks every run to stop at its next evaluation, as a Ctrl-C does.
+
+    A sweep's process tells its worker processes so (`stop_requested` is
+    then true there too).
+    """
+    _stop_requested.set()
 
 
 def _request_stop(signum, frame) -> None:
@@ -91,27 +137,27 @@ class RunLoop:
 
     Args:
         run: a `ReplicaRun`.
-        progress, backup, backup_every, deadline: see `ReplicaRun.train`.
+        progress: see `ReplicaRun.train`.
+        limits: the run's backup file, how often, and its deadline; None
+            for `TrainingLimits()` (no backup, no deadline).
     """
 
     def __init__(
         self,
         run,
         progress: bool | Callable[[int], None] = True,
-        backup: str | os.PathLike | None = None,
-        backup_every: float = 600.0,
-        deadline: float | None = None,
+        limits: TrainingLimits | None = None,
     ):
-        if backup_every < 0:
+        limits = TrainingLimits() if limits is None else limits
+        if limits.backup_every < 0:
             raise ValueError(
                 f"train expects backup_every >= 0 seconds. "
-                f"Received: backup_every={backup_every!r}"
+                f"Received: backup_every={limits.backup_every!r}"
             )
         self.run = run
         self.progress = progress
-        self.backup = backup
-        self.backup_every = backup_every
-        self.deadline = deadline
+        self.limits = limits
+        self.backup = limits.backup
         self.bar = None
         if progress is True:
             from tqdm.auto import tqdm
@@ -159,11 +205,10 @@ class RunLoop:
             return
         run.evaluate(run.step)
         now = time.perf_counter()
-        out_of_time = self.deadline is not None and time.monotonic() >= self.deadline
+        out_of_time = self.limits.out_of_time()
         interrupted = _stop_requested.is_set()
-        if self.backup is not None and (
-            out_of_time or interrupted or now - self.last_backup >= self.backup_every
-        ):
+        due = now - self.last_backup >= self.limits.backup_every
+        if self.backup is not None and (out_of_time or interrupted or due):
             run.wall_time += now - self.started
             self.started = self.last_backup = now
             run.save_backup(self.backup)
@@ -200,17 +245,16 @@ class RunLoop:
 def train_loop(
     run,
     progress: bool | Callable[[int], None] = True,
-    backup: str | os.PathLike | None = None,
-    backup_every: float = 600.0,
-    deadline: float | None = None,
+    limits: TrainingLimits | None = None,
 ) -> None:
     """`ReplicaRun.train`: trains `run` from its `step` to its last step.
 
     Args:
         run: a `ReplicaRun`.
-        progress, backup, backup_every, deadline: see `ReplicaRun.train`.
+        progress: see `ReplicaRun.train`.
+        limits: as for `RunLoop`.
     """
-    loop = RunLoop(run, progress, backup, backup_every, deadline)
+    loop = RunLoop(run, progress, limits)
     try:
         with stop_at_interrupt():
             loop.begin()

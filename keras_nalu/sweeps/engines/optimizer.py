@@ -70,6 +70,25 @@ class ReplicaOptimizer:
         optimizer.build(stacked_variables)
         return optimizer
 
+    @staticmethod
+    def per_replica(optimizer, stacked_variables) -> list[bool]:
+        """For each of the optimizer's variables, whether it is per replica.
+
+        A variable shaped as a stacked weight `[R, ...]` (Adam's moments)
+        holds one slice per replica: a replica that stops (diverged, solved)
+        keeps its slice as it was, and a backup or `optimizer_state(r)`
+        reads it per replica. The others (the step count, a scalar) are
+        shared by every replica.
+
+        Args:
+            optimizer: the optimizer `build` gave.
+            stacked_variables: the stacked weights it was built on.
+        """
+        shapes = {tuple(v.shape) for v in stacked_variables}
+        return [
+            len(v.shape) > 0 and tuple(v.shape) in shapes for v in optimizer.variables
+        ]
+
     def clip(self, gradients, ops):
         """Each replica's gradients clipped as Keras clips one model's.
 

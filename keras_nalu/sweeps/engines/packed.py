@@ -24,27 +24,31 @@ follows).
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
 
-from keras_nalu.sweeps.engines.jax import _precision
-from keras_nalu.sweeps.engines.loop import RunLoop, TimeLimitReached, stop_at_interrupt
+from keras_nalu.sweeps.engines.jax import matmul_precision
+from keras_nalu.sweeps.engines.loop import (
+    RunLoop,
+    TimeLimitReached,
+    TrainingLimits,
+    stop_at_interrupt,
+)
 
 
-def _packed_steps(runs, unroll, carries, starts, strengths, n):
-    """`n` steps of every run in one `jax.lax.scan`: the runs' carries after."""
+def _packed_steps(runs, unroll, carries, starts, strengths, steps):
+    """`steps` steps of every run in one `jax.lax.scan`: the runs' carries after."""
 
     def step(carry, inputs):
         return tuple(
-            run._step(own, own_inputs)[0]
+            run.train_step(own, own_inputs)[0]
             for run, own, own_inputs in zip(runs, carry, inputs)
         ), None
 
     inputs = tuple(
-        (start + jnp.arange(n, dtype=jnp.int32), table)
+        (start + jnp.arange(steps, dtype=jnp.int32), table)
         for start, table in zip(starts, strengths)
     )
     carries, _ = jax.lax.scan(step, tuple(carries), inputs, unroll=unroll)
@@ -79,27 +83,25 @@ class PackedBlocks:
             self._key = key
             self._compiled = jax.jit(
                 functools.partial(_packed_steps, tuple(runs), unroll),
-                static_argnums=(3,),
+                static_argnames="steps",
             )
         starts = tuple(jnp.asarray(run.step, jnp.int32) for run in runs)
         strengths = tuple(
-            jnp.asarray(run._strengths(run.step, run.step + steps), jnp.float32)
+            jnp.asarray(run.strengths(run.step, run.step + steps), jnp.float32)
             for run in runs
         )
-        with _precision():
+        with matmul_precision():
             carries = self._compiled(
-                tuple(run._carry() for run in runs), starts, strengths, steps
+                tuple(run.carry for run in runs), starts, strengths, steps=steps
             )
         for run, carry in zip(runs, carries):
-            run._set_carry(carry)
+            run.carry = carry
 
 
 def train_packed(
     runs: Sequence,
     progress: Sequence[bool | Callable[[int], None]] | None = None,
-    backups: Sequence[str | os.PathLike | None] | None = None,
-    backup_every: float = 600.0,
-    deadline: float | None = None,
+    limits: Sequence[TrainingLimits] | None = None,
     on_finished: Callable[[int], None] | None = None,
 ) -> None:
     """Trains several JAX replica runs side by side, each as if it were alone.
@@ -113,15 +115,15 @@ def train_packed(
     Args:
         runs: `ReplicaRun`s of an engine with `supports_packing` (JAX).
         progress: per run, as `ReplicaRun.train`'s `progress`; None for none.
-        backups: per run, its backup file or None; None for no backups.
-        backup_every, deadline: as for `ReplicaRun.train`; past `deadline`,
-            each run stops at its next evaluation, after its backup.
+        limits: per run, its `TrainingLimits` (its backup file, how often,
+            its deadline); None for none. Past its deadline, each run stops
+            at its next evaluation, after its backup.
         on_finished: called with a run's index once it has ended (its last
             step, or no replica left), before the others go on.
 
     Raises:
-        TimeLimitReached: some run stopped at `deadline` (each run left has
-            then stopped at its next evaluation, after its backup).
+        TimeLimitReached: some run stopped at its deadline (each run left
+            has then stopped at its next evaluation, after its backup).
         KeyboardInterrupt: Ctrl-C (see `stop_at_interrupt`): each run
             stopped at its next evaluation, after its backup.
         ValueError: a run of an engine that cannot train in a pack.
@@ -150,10 +152,9 @@ def train_packed(
                 "into one program need the JAX engine (KERAS_BACKEND=jax)."
             )
     progress = [False] * len(runs) if progress is None else list(progress)
-    backups = [None] * len(runs) if backups is None else list(backups)
+    limits = [TrainingLimits()] * len(runs) if limits is None else list(limits)
     loops = [
-        RunLoop(run, shown, backup, backup_every, deadline)
-        for run, shown, backup in zip(runs, progress, backups)
+        RunLoop(run, shown, own) for run, shown, own in zip(runs, progress, limits)
     ]
     blocks = PackedBlocks()
     stopped = None

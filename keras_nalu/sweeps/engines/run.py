@@ -46,7 +46,7 @@ from keras_nalu.experiments import (
 )
 from keras_nalu.sweeps.engines import backup as backup_file
 from keras_nalu.sweeps.engines.device import device_name
-from keras_nalu.sweeps.engines.loop import train_loop
+from keras_nalu.sweeps.engines.loop import BACKUP_EVERY, TrainingLimits, train_loop
 from keras_nalu.sweeps.engines.schedule import strength_table
 from keras_nalu.sweeps.engines.setup import (
     ReplicaSetup,
@@ -247,7 +247,7 @@ class ReplicaRun(ReplicaVariables):
 
     # --- training -------------------------------------------------------------
 
-    def _strengths(self, start: int, stop: int) -> np.ndarray:
+    def strengths(self, start: int, stop: int) -> np.ndarray:
         """λ of every scheduled regularizer for steps start … stop - 1."""
         block = execution_size(self.config)
         setup = self.setup
@@ -255,7 +255,7 @@ class ReplicaRun(ReplicaVariables):
 
     def train_block(self, start: int, stop: int) -> None:
         """Trains steps `start … stop - 1` (every active replica), λ scheduled."""
-        self._train_block(start, self._strengths(start, stop))
+        self._train_block(start, self.strengths(start, stop))
 
     def evaluate(self, step: int) -> None:
         """Records divergence and every active replica's evaluation at `step`."""
@@ -276,7 +276,7 @@ class ReplicaRun(ReplicaVariables):
         self,
         progress: bool | Callable[[int], None] = True,
         backup: str | os.PathLike | None = None,
-        backup_every: float = 600.0,
+        backup_every: float = BACKUP_EVERY,
         deadline: float | None = None,
     ) -> None:
         """Trains every replica for the configuration's iterations.
@@ -306,17 +306,17 @@ class ReplicaRun(ReplicaVariables):
                 method uses): the run stopped at its next evaluation, after
                 writing its backup there.
         """
-        train_loop(self, progress, backup, backup_every, deadline)
+        train_loop(self, progress, TrainingLimits(backup, backup_every, deadline))
 
     # --- state and backups ----------------------------------------------------
 
     def get_state(self) -> RunState:
         """The run's whole state now; the variables are copies, not the verdicts."""
-        return RunState(self.step, self.wall_time, self.verdicts, self._state_arrays())
+        return RunState(self.step, self.wall_time, self.verdicts, self._engine_state())
 
     def set_state(self, state: RunState) -> None:
         """Puts the run at `state` (of this run's engine, shapes checked)."""
-        self._load_state_arrays(state.variables)
+        self._set_engine_state(state.variables)
         self.step = state.step
         self.wall_time = state.wall_time
         self.verdicts = state.verdicts

@@ -37,9 +37,12 @@ MAX_OFFSET = 16
 def default_seeds(seed: int, count: int = DRAWS) -> list[int]:
     """The first `count` integers Keras draws for unseeded initializers.
 
-    What `keras.random.make_default_seed` returns, call after call, after
-    `keras.utils.set_random_seed(seed)`; drawn from a private generator, so
-    Python's global one is left as it is.
+    An initializer made without a seed takes `random.randint(1, 10**9)`
+    from Python's global generator (Keras' private default-seed helper, not
+    a public API); these are its draws, call after call, after
+    `keras.utils.set_random_seed(seed)`, which seeds that generator with
+    `seed`. They are drawn here from a generator of their own, so Python's
+    global one is left as it is.
 
     Example:
 

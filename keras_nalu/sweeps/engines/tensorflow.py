@@ -31,6 +31,7 @@ import tensorflow as tf
 
 from keras_nalu.sweeps.engines.run import ReplicaRun
 from keras_nalu.sweeps.engines.setup import eval_groups
+from keras_nalu.sweeps.engines.state import EngineState
 
 
 def _read(variable) -> tf.Tensor:
@@ -39,7 +40,7 @@ def _read(variable) -> tf.Tensor:
 
 
 class _TensorOps:
-    """The few array functions `ReplicaRun._clip_norms` needs, in TensorFlow."""
+    """The few array functions `ReplicaOptimizer.clip` needs, in TensorFlow."""
 
     sqrt = staticmethod(tf.sqrt)
     square = staticmethod(tf.square)
@@ -71,8 +72,10 @@ class TensorFlowReplicaRun(ReplicaRun):
             )
         ]
         self.optimizer = self.setup.optimizer.build(self._weights)
-        shapes = {tuple(w.shape) for w in self._weights}
-        self._slots = [v for v in self.optimizer.variables if tuple(v.shape) in shapes]
+        per_replica = self.setup.optimizer.per_replica(self.optimizer, self._weights)
+        self._slots = [
+            v for v, own in zip(self.optimizer.variables, per_replica) if own
+        ]
         self._active_flags = tf.Variable(tf.ones([self.num_replicas], tf.bool))
         self._diverged = tf.Variable(
             tf.fill([self.num_replicas], tf.constant(-1, tf.int64))
@@ -205,20 +208,21 @@ class TensorFlowReplicaRun(ReplicaRun):
 
     # --- state ------------------------------------------------------------------
 
-    def _checkpoint_variables(self) -> list:
-        """Every variable a backup holds: weights, optimizer slots, flags."""
-        return [
-            *self._weights,
-            *self.optimizer.variables,
+    def _variables(self) -> EngineState:
+        """Every variable a backup holds: weights, optimizer, flags."""
+        return EngineState(
+            self._weights,
+            list(self.optimizer.variables),
+            [],
             self._active_flags,
             self._diverged,
-        ]
+        )
 
-    def _state_arrays(self) -> list[np.ndarray]:
-        return [np.asarray(v.numpy()) for v in self._checkpoint_variables()]
+    def _engine_state(self) -> EngineState:
+        return self._variables().map(lambda variable: np.asarray(variable.numpy()))
 
-    def _load_state_arrays(self, arrays) -> None:
-        for variable, values in zip(self._checkpoint_variables(), arrays):
+    def _set_engine_state(self, state: EngineState) -> None:
+        for variable, values in zip(self._variables().flat(), state.flat()):
             variable.assign(values)
 
     def stacked_weights(self) -> list[np.ndarray]:

@@ -2,8 +2,9 @@
 
 `replica_run(config, seeds)` builds a `ReplicaRun` on the engine of the Keras
 backend in use (or the one named), as Keras' `Model` trains with its
-backend's trainer; `train_replicas` and `train_batched` build one, continue
-it from a backup if there is one, train it and return its records.
+backend's trainer; `train_replicas` and `train_batched` build one and
+`train_run` continues it from a backup if there is one, trains it and
+returns its records.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import keras
 
 from keras_nalu.experiments import ExperimentConfig
 from keras_nalu.sweeps.engines.backup import remove_backup
+from keras_nalu.sweeps.engines.loop import BACKUP_EVERY, TrainingLimits, train_loop
 
 ENGINES = ("tensorflow", "jax")
 """The backends that have a replica engine."""
@@ -127,7 +129,7 @@ def train_replicas(
     seeds: Sequence[int],
     progress: bool | Callable[[int], None] = True,
     backup: str | os.PathLike | None = None,
-    backup_every: float = 600.0,
+    backup_every: float = BACKUP_EVERY,
     engine: str | None = None,
     deadline: float | None = None,
     history: bool = True,
@@ -139,8 +141,10 @@ def train_replicas(
     that seed alone; on the TensorFlow engine, also what `run_experiment`
     returns for `dataclasses.replace(config, seed=s)` (same initialization,
     data stream, schedule, evaluations and verdict). The JAX engine draws
-    its training batches with JAX's own generator, so its runs are other
-    samples of the same experiment: the success rates agree, not each seed.
+    its training batches from a counter-based stream of its own
+    (`keras_nalu.tasks.streams`, keyed by the seed), not TensorFlow's, so
+    its runs are other samples of the same experiment: the success rates
+    agree, not each seed.
 
     With `backup`, the run saves its state to that file every `backup_every`
     seconds, and a later call with the same file continues where the last
@@ -187,14 +191,14 @@ def train_replicas(
     Reference: Madsen & Johansen (2020), §4.1.1 and App. C.2.
     """
     run = replica_run(config, seeds, engine=engine, history=history, unroll=unroll)
-    return _train_and_clean(run, progress, backup, backup_every, deadline)
+    return train_run(run, progress, TrainingLimits(backup, backup_every, deadline))
 
 
 def train_batched(
     configs: Sequence[ExperimentConfig],
     progress: bool | Callable[[int], None] = True,
     backup: str | os.PathLike | None = None,
-    backup_every: float = 600.0,
+    backup_every: float = BACKUP_EVERY,
     engine: str | None = None,
     deadline: float | None = None,
     history: bool = True,
@@ -216,15 +220,25 @@ def train_batched(
         One record per config, in order.
     """
     run = batched_run(configs, engine=engine, history=history, unroll=unroll)
-    return _train_and_clean(run, progress, backup, backup_every, deadline)
+    return train_run(run, progress, TrainingLimits(backup, backup_every, deadline))
 
 
-def _train_and_clean(run, progress, backup, backup_every, deadline) -> list[dict]:
-    if backup is not None:
-        run.restore_backup(backup)
-    run.train(
-        progress=progress, backup=backup, backup_every=backup_every, deadline=deadline
-    )
-    if backup is not None:
-        remove_backup(backup)
+def train_run(
+    run, progress: bool | Callable[[int], None], limits: TrainingLimits
+) -> list[dict]:
+    """Trains a built run to its records, continued from its backup if any.
+
+    The backup (`limits.backup`) is restored first, if it exists, and
+    deleted once the run has finished.
+
+    Args:
+        run: a `ReplicaRun` (`replica_run`, `batched_run`).
+        progress: as for `ReplicaRun.train`.
+        limits: the run's backup file, how often, and its deadline.
+    """
+    if limits.backup is not None:
+        run.restore_backup(limits.backup)
+    train_loop(run, progress, limits)
+    if limits.backup is not None:
+        remove_backup(limits.backup)
     return run.results()

@@ -3,8 +3,8 @@
 `ReplicaVariables` is the part of `ReplicaRun` that reads and sets the
 variables an engine holds: every weight stacked over the replicas, one
 replica's weights and optimizer slots, and a Keras model of one replica.
-An engine implements the stacked reads and `_state_arrays` /
-`_load_state_arrays` (its whole state as arrays); the rest follows.
+An engine implements the stacked reads and `_engine_state` /
+`_set_engine_state` (its variables as an `EngineState`); the rest follows.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import numpy as np
 from keras_nalu._validation import is_integer
 from keras_nalu.evaluation import sparsity_error
 from keras_nalu.sweeps.engines.setup import build_replica, model_state
+from keras_nalu.sweeps.engines.state import EngineState
 
 
 class ReplicaVariables:
@@ -26,12 +27,12 @@ class ReplicaVariables:
     `setup` and `template`.
     """
 
-    def _state_arrays(self) -> list[np.ndarray]:
-        """The engine's variables as arrays (`RunState.variables`)."""
+    def _engine_state(self) -> EngineState:
+        """The engine's variables as NumPy arrays (`RunState.variables`)."""
         raise NotImplementedError
 
-    def _load_state_arrays(self, arrays: list[np.ndarray]) -> None:
-        """Restores `_state_arrays()` (shapes already checked)."""
+    def _set_engine_state(self, state: EngineState) -> None:
+        """Restores `_engine_state()` (shapes already checked)."""
         raise NotImplementedError
 
     def stacked_weights(self) -> list[np.ndarray]:
@@ -90,11 +91,11 @@ class ReplicaVariables:
                 f"set_weights expects weights of shapes {shapes}. "
                 f"Received: shapes {given}"
             )
-        arrays = self._state_arrays()  # the trainable weights come first
-        for i, values in enumerate(weights):
-            arrays[i] = np.array(arrays[i])
-            arrays[i][r] = values
-        self._load_state_arrays(arrays)
+        state = self._engine_state()
+        changed = [np.array(w) for w in state.weights]
+        for stack, values in zip(changed, weights):
+            stack[r] = values
+        self._set_engine_state(state._replace(weights=changed))
 
     def optimizer_state(self, r: int) -> list[np.ndarray]:
         """Replica r's slice of every per-weight optimizer variable (Adam's m, v)."""

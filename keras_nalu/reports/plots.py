@@ -2,7 +2,7 @@
 
 The layout is Madsen & Johansen's (2020) Figure 3 (and Figures 7-8): three panels side
 by side sharing the swept parameter on their x-axis, one line per model, each
-point with its 95 % interval from `keras_nalu.sweeps.summary.summarize`.
+point with its 95 % interval from `keras_nalu.reports.summary.summarize`.
 Figures are drawn on matplotlib's Agg canvas, so no display is needed and
 pyplot's global state is never touched. Runs of different configurations or
 engines are never pooled into one point: each gets a line of its own. The PNG
@@ -24,7 +24,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
 
-from keras_nalu.sweeps.summary import OUTCOME_COLUMNS, run_keys, summarize
+from keras_nalu.reports.summary import OUTCOME_COLUMNS, run_keys, summarize
 
 PLOT_SOFTWARE = "keras-nalu plot"
 """The PNG `Software` text of every plot `plot_results` writes."""
@@ -69,13 +69,13 @@ def results_figure(
     only. A numeric `x` (e.g. `hidden_size`) is placed at its values; any
     other `x` (e.g. `interpolation_range`) is categorical, in order of first
     appearance. Runs that differ in another column than `x` and `hue` (a
-    budget, an engine; see `keras_nalu.sweeps.summary.run_keys`) get lines
+    budget, an engine; see `keras_nalu.reports.summary.run_keys`) get lines
     of their own, labelled with what differs: along a line only `x`
     changes. An interval bound at the edge of the parameter space (infinite)
     is drawn without its bar.
 
     Args:
-        results: one row per run (see `keras_nalu.sweeps.summary.load_results`).
+        results: one row per run (see `keras_nalu.reports.summary.load_results`).
         x: the swept column on the x-axis: a column of the runs'
             configuration (`plot_columns`), not an outcome, not `hue` and
             not `"operation"`.
@@ -208,7 +208,7 @@ def plot_columns(results: pd.DataFrame, hue: str = "model") -> list[str]:
     """The columns `results_figure` accepts as `x`: what the runs were swept over.
 
     Every column of the runs' configuration (not an outcome such as
-    `success`; see `keras_nalu.sweeps.summary.OUTCOME_COLUMNS`) but `hue`
+    `success`; see `keras_nalu.reports.summary.OUTCOME_COLUMNS`) but `hue`
     and `"operation"`, which make the lines.
 
     Example:
@@ -252,7 +252,7 @@ def plot_results(
     `PLOT_SOFTWARE` as the PNG's `Software` text (`made_by_plot`).
 
     Args:
-        results: one row per run (see `keras_nalu.sweeps.summary.load_results`).
+        results: one row per run (see `keras_nalu.reports.summary.load_results`).
         x: the swept column on the x-axis, e.g. `"hidden_size"` or
             `"interpolation_range"`.
         out_path: where to write the PNG (a `.png` path); parent

@@ -6,7 +6,7 @@ and reports, per group, the success rate with a Wilson interval and, over the
 seeds that solved the task only, the solved-at step (median, and gamma-MLE
 mean with a profile-likelihood interval) and the sparsity error (beta-MLE mean
 with a profile-likelihood interval). A run listed twice is refused, never
-counted twice. `keras_nalu.sweeps.tables` lays that out like Madsen &
+counted twice. `keras_nalu.reports.tables` lays that out like Madsen &
 Johansen's (2020) Table 2.
 
 Reference: Madsen & Johansen, "Neural Arithmetic Units", ICLR 2020, §4.1.1 and

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 from matplotlib import image
 
-from keras_nalu.sweeps.plots import plot_results, results_figure
-from keras_nalu.sweeps.summary import load_results
+from keras_nalu.reports.plots import plot_results, results_figure
+from keras_nalu.reports.summary import load_results
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "results" / "example_results.csv"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

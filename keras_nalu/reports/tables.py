@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from keras_nalu.sweeps.summary import SUMMARY_STATISTICS, load_results, summarize
+from keras_nalu.reports.summary import SUMMARY_STATISTICS, load_results, summarize
 
 _MISSING = "—"
 
@@ -108,6 +108,32 @@ def to_latex(summary: pd.DataFrame) -> str:
         lines.append(" & ".join(cells) + " \\\\")
     lines += ["\\bottomrule", "\\end{tabular}"]
     return "\n".join(lines) + "\n"
+
+
+def summary_markdown(outcome) -> str:
+    """The paper-style Markdown table of a sweep's rows (`summarize`).
+
+    What `keras-nalu sweep` prints at its end: the summary of the file's
+    rows of the sweep's configurations, grouped by what the grid varies
+    (and by engine, where rows of an earlier sweep on another engine are
+    there too).
+
+    Args:
+        outcome: the `keras_nalu.sweeps.runner.SweepOutcome` of `run_sweep`.
+    """
+    if not outcome.path.exists():  # no chunk has finished yet
+        return "(no rows)\n"
+    results = load_results(outcome.path)
+    keep = results["config_id"].astype(str).isin(set(outcome.results["config_id"]))
+    results = results[keep]
+    if results.empty:
+        return "(no rows)\n"
+    by = list(outcome.group_by)
+    if "engine" in results and results["engine"].nunique(dropna=False) > 1:
+        by.append("engine")  # rows of an earlier sweep on another engine
+    for key in by:  # None values are empty cells: show "None"
+        results[key] = results[key].astype(object).where(results[key].notna(), "None")
+    return to_markdown(summarize(results, by=by))
 
 
 SUMMARY_SUFFIXES = {"markdown": ".md", "latex": ".tex", "csv": ".csv"}

@@ -9,7 +9,7 @@ import pytest
 from statsmodels.stats.proportion import proportion_confint
 
 from keras_nalu.evaluation.statistics import sparsity_error_summary
-from keras_nalu.sweeps.summary import (
+from keras_nalu.reports.summary import (
     REQUIRED_COLUMNS,
     SUMMARY_STATISTICS,
     load_results,
@@ -17,7 +17,7 @@ from keras_nalu.sweeps.summary import (
     run_keys,
     summarize,
 )
-from keras_nalu.sweeps.tables import to_latex, to_markdown, write_summary
+from keras_nalu.reports.tables import to_latex, to_markdown, write_summary
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "results" / "example_results.csv"
 #: The paper's Table 2 rows: each pools the hidden sizes of `runs`.

@@ -1,0 +1,186 @@
+"""Chunks trained side by side in processes of their own, one device each.
+
+`processes_per_device` (`FillingOptions`) spawns that many processes per
+device; each has its own JAX and trains the chunks (or packs) it is handed,
+one at a time (`train_unit`), while the sweep's process writes their rows
+and reports their progress. Spawned, not forked: a script that asks for
+them runs its sweep under `if __name__ == "__main__":`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import traceback
+
+from keras_nalu.sweeps.engines import TimeLimitReached, stop_requested
+from keras_nalu.sweeps.engines.loop import request_stop
+from keras_nalu.sweeps.local import (
+    fits,
+    local_devices,
+    train_unit,
+    worker_environment,
+)
+
+
+def train_in_processes(
+    units, processes, on_rows, on_steps, limits, chunk_seconds, unroll
+):
+    """`processes` spawned processes per device, each training its own unit.
+
+    A process asks for a unit (a chunk or a pack) when it is free; this one
+    hands out the next (none past the deadline to a process that has
+    trained one, nor one that would not finish by it), writes the rows the
+    processes send and reports their progress. Ctrl-C (here, or in the whole
+    process group) stops every process at its next evaluation, after its
+    backup. The JAX compile times measured in the processes are recorded
+    here too (`jax.monitoring`), so a caller that listens sees them.
+    """
+    import multiprocessing
+
+    os.environ.update(worker_environment())  # this process: no memory up front
+    device_count = len(local_devices()) or 1
+    context = multiprocessing.get_context("spawn")
+    messages = context.Queue()
+    stop = context.Event()
+    workers = []
+    for index in range(min(processes * device_count, len(units))):
+        tasks = context.Queue()
+        worker = context.Process(
+            target=_process_worker,
+            args=(index, index % device_count, worker_environment(), tasks),
+            kwargs={
+                "messages": messages,
+                "stop": stop,
+                "limits": limits,
+                "unroll": unroll,
+            },
+            daemon=True,
+        )
+        worker.start()
+        workers.append((worker, tasks))
+    todo = list(units)
+    trained = [0] * len(workers)
+    running = set(range(len(workers)))
+    stopped = None
+    try:
+        while running:
+            if stop_requested():
+                stop.set()
+            try:
+                message = messages.get(timeout=1.0)
+            except queue.Empty:
+                stopped = _check_alive(workers, running, stopped)
+                continue
+            kind, index, *rest = message
+            if kind == "ready":
+                unit = None
+                if todo and not stop.is_set():
+                    late = trained[index] and limits.out_of_time()
+                    if not late and fits(todo[0], limits, chunk_seconds):
+                        unit = todo.pop(0)
+                        trained[index] += 1
+                workers[index][1].put(unit)
+            elif kind == "rows":
+                on_rows(rest[0])
+            elif kind == "steps":
+                on_steps(rest[0])
+            elif kind == "event":
+                import jax
+
+                jax.monitoring.record_event_duration_secs(*rest)
+            elif kind == "stopped":
+                name, text = rest
+                error = TimeLimitReached if name == "TimeLimitReached" else None
+                stopped = stopped or (error or KeyboardInterrupt)(text)
+            elif kind == "error":
+                raise _rebuilt(*rest)
+            elif kind == "exit":
+                running.discard(index)
+    finally:
+        for index, (worker, _) in enumerate(workers):
+            if index in running:  # this process failed: the others stop now
+                worker.terminate()
+            worker.join()
+    if stopped is None and todo:
+        stopped = TimeLimitReached(
+            f"the sweep stopped at its time limit with {len(todo)} chunks left"
+        )
+    if stopped is not None:
+        raise stopped
+
+
+def _check_alive(workers, running, stopped):
+    """Drops the processes that ended without a word (killed); the stop, if any."""
+    for index in sorted(running):
+        worker = workers[index][0]
+        if worker.is_alive():
+            continue
+        running.discard(index)
+        if not stop_requested():
+            raise RuntimeError(
+                f"a sweep process ended with exit code {worker.exitcode} before "
+                "its chunks did; run the sweep again to continue from the backups"
+            )
+        stopped = stopped or KeyboardInterrupt("the sweep's processes stopped")
+    return stopped
+
+
+def _rebuilt(name: str, text: str, details: str) -> Exception:
+    """A process's error here: its built-in class and message, or a RuntimeError."""
+    import builtins
+
+    error_class = getattr(builtins, name, None)
+    if isinstance(error_class, type) and issubclass(error_class, Exception):
+        return error_class(text)
+    return RuntimeError(f"a sweep process failed: {name}: {text}\n{details}")
+
+
+def _process_worker(index, device_index, environment, tasks, **options):
+    """A spawned process of `train_in_processes`: trains the units it is given."""
+    import threading
+
+    os.environ.update(environment)  # before JAX starts its backend
+    messages, stop = options.pop("messages"), options.pop("stop")
+
+    parent = os.getppid()
+
+    def stop_when_asked():  # Ctrl-C in the sweep's process, or its end: as here
+        while not stop.wait(timeout=2.0) and os.getppid() == parent:
+            pass
+        request_stop()
+
+    threading.Thread(target=stop_when_asked, daemon=True).start()
+    try:
+        import keras
+
+        pinned = contextlib.nullcontext()
+        if keras.backend.backend() == "jax":
+            import jax
+
+            def forward(event, seconds, **details):
+                if event.startswith("/jax/core/compile/"):
+                    messages.put(("event", index, event, seconds))
+
+            jax.monitoring.register_event_duration_secs_listener(forward)
+            devices = jax.local_devices()
+            pinned = jax.default_device(devices[device_index % len(devices)])
+        with pinned:
+            messages.put(("ready", index))
+            while (unit := tasks.get()) is not None:
+                train_unit(
+                    unit,
+                    lambda rows: messages.put(("rows", index, rows)),
+                    lambda steps: messages.put(("steps", index, steps)),
+                    **options,
+                )
+                messages.put(("ready", index))
+    except (TimeLimitReached, KeyboardInterrupt) as error:
+        messages.put(("stopped", index, type(error).__name__, str(error)))
+    except BaseException as error:  # handed to the sweep's process
+        messages.put(
+            ("error", index, type(error).__name__, str(error), traceback.format_exc())
+        )
+    finally:
+        messages.put(("exit", index))
