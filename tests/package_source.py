@@ -1,10 +1,7 @@
 """The package's source, read once, for the tests that hold it to rules.
 
 Each rule's test lists what breaks it as findings, strings that name a place
-(`keras_nalu/sweeps/runner.py::run_sweep`). A finding known and left for
-later is listed with the reason in the test's KNOWN, and `known_cases` makes
-each one a case that must fail (strict xfail): fixing it turns the case into
-an error until it leaves KNOWN.
+(`keras_nalu/sweeps/runner.py::run_sweep`), and fails on any.
 """
 
 from __future__ import annotations
@@ -12,8 +9,6 @@ from __future__ import annotations
 import ast
 import functools
 from pathlib import Path
-
-import pytest
 
 import keras_nalu
 
@@ -64,11 +59,3 @@ def code_lines(function: ast.FunctionDef | ast.AsyncFunctionDef, lines) -> int:
         return 0
     text = lines[body[0].lineno - 1 : function.end_lineno]
     return sum(1 for line in text if line.strip() and not line.lstrip().startswith("#"))
-
-
-def known_cases(known: dict[str, str]) -> list:
-    """One strict-xfail case per known finding, its reason shown."""
-    return [
-        pytest.param(finding, marks=pytest.mark.xfail(strict=True, reason=reason))
-        for finding, reason in known.items()
-    ]
