@@ -199,3 +199,15 @@ def interrupted_while_starting(*argv, cwd=None) -> subprocess.CompletedProcess:
     process.send_signal(signal.SIGINT)
     stdout, stderr = process.communicate(timeout=120)
     return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+def keras_nalu_cli(capsys, *argv):
+    """`keras-nalu ARGV` here: (exit status, stdout, stderr lines)."""
+    from keras_nalu import cli
+
+    try:
+        code = cli.main([str(arg) for arg in argv])
+    except SystemExit as exit:  # a flag argparse refuses
+        code = exit.code
+    captured = capsys.readouterr()
+    return code, captured.out, [line for line in captured.err.splitlines() if line]

@@ -24,6 +24,7 @@ from keras_nalu.export import export_saved_model
 from keras_nalu.tasks import ArithmeticTask
 from keras_nalu.tasks.ranges import OverlappingRangesWarning
 from tests.bad_paths import listing, unwritable_folder
+from tests.helpers import keras_nalu_cli
 
 TINY = ["--model", "nau", "--input-size", "10", "--iterations", "100"]
 TINY += ["--eval-every", "100", "--quiet"]
@@ -44,16 +45,6 @@ def no_training(monkeypatch):
         raise Trained
 
     monkeypatch.setattr(experiment_module, "run_experiment", refuse)
-
-
-def keras_nalu_cli(capsys, *argv):
-    """`keras-nalu ARGV` here: (exit status, stdout, stderr lines)."""
-    try:
-        code = cli.main([str(arg) for arg in argv])
-    except SystemExit as exit:  # a flag argparse refuses
-        code = exit.code
-    captured = capsys.readouterr()
-    return code, captured.out, [line for line in captured.err.splitlines() if line]
 
 
 def results_file(path, rows=4, operation="add"):

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from keras_nalu import cli
 from keras_nalu._backend_check import backend_problem
+from tests.helpers import keras_nalu_cli
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "results" / "example_results.csv"
 GRID = ["--grid", "model=nau", "--grid", "input_size=10", "--grid", "iterations=100"]
@@ -31,16 +31,6 @@ INTERNAL = (
     "ArithmeticTask",
     "train_replicas",
 )
-
-
-def keras_nalu(capsys, *argv):
-    """`keras-nalu ARGV` here: (exit status, stdout, stderr lines)."""
-    try:
-        code = cli.main([str(arg) for arg in argv])
-    except SystemExit as exit:  # a flag argparse refuses
-        code = exit.code
-    captured = capsys.readouterr()
-    return code, captured.out, [line for line in captured.err.splitlines() if line]
 
 
 @pytest.fixture
@@ -80,7 +70,7 @@ def test_errors_name_the_flag_or_file_not_the_package_inside(
     folder, capsys, argv, needle
 ):
     before = sorted(folder.iterdir())
-    code, out, err = keras_nalu(capsys, *argv)
+    code, out, err = keras_nalu_cli(capsys, *argv)
     assert code == 2 and out == "" and len(err) == 1, err
     assert needle in err[0]
     assert not [word for word in INTERNAL if word in err[0]], err[0]
@@ -98,7 +88,7 @@ def test_a_sweep_on_a_backend_without_an_engine_says_so_first(capsys, monkeypatc
     import keras
 
     monkeypatch.setattr(keras.backend, "backend", lambda: "torch")
-    code, out, err = keras_nalu(capsys, "sweep", "--results", "never/r.csv")
+    code, out, err = keras_nalu_cli(capsys, "sweep", "--results", "never/r.csv")
     assert code == 2 and len(err) == 1
     assert err[0] == (
         "keras-nalu sweep: error: Keras' torch backend (KERAS_BACKEND=torch) cannot "
