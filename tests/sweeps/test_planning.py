@@ -1,6 +1,7 @@
 """Chunks sized to finish inside a time limit (keras_nalu.sweeps.planning)."""
 
 import time
+import types
 
 import pandas as pd
 import pytest
@@ -48,16 +49,18 @@ def _linear_device(fixed, per_replica, overhead=1.0):
     return measure, measured
 
 
-def test_the_plan_measures_then_grows_then_fits():
+def test_the_plan_measures_then_grows_then_fits(monkeypatch):
     config = ExperimentConfig(**{**TINY, "iterations": 100_000})
     measure, measured = _linear_device(fixed=1e-4, per_replica=1e-6)
     times = StepTimes()
-    deadline = time.monotonic() + 600
+    # The fake device takes no time: the plan's clock stands still, so that
+    # the time left is 600 s at every step of the plan, on any machine.
+    monkeypatch.setattr(planning, "time", types.SimpleNamespace(monotonic=lambda: 0))
+    deadline = left = 600.0  # the clock reads 0
     size = plan_chunk_size(config, deadline, 5000, times, measure, log=lambda _: None)
     # 64 first; the estimate lies far beyond it, so a larger size is measured
     assert measured[0] == planning.FIRST_MEASURED
     assert len(measured) >= 2 and measured[1] <= planning.GROWTH * measured[0]
-    left = deadline - time.monotonic()
     assert 0 < size <= 5000
     predicted = 1.0 + 100_000 * (1e-4 + 1e-6 * size)  # the fake device's truth
     assert predicted <= planning.MARGIN * left
