@@ -99,14 +99,16 @@ def test_step_times_are_read_from_the_rows_of_the_same_recipe_here():
 
 
 def test_a_chunk_predicted_to_end_after_the_limit_does_not_start(tmp_path):
+    # An hour's limit: the tiny chunks predicted to take 1 s fit in what is
+    # left of it on any machine.
     path = tmp_path / "results.csv"
     outcome = run_sweep(
         [ExperimentConfig(**TINY)],
         "0-1",
         path,
         progress=False,
-        time_limit=60,
-        chunk_seconds=lambda chunk: 61.0,
+        time_limit=3600,
+        chunk_seconds=lambda chunk: 3601.0,
     )
     assert not outcome.complete and outcome.new_rows == 0
     outcome = run_sweep(
@@ -114,7 +116,7 @@ def test_a_chunk_predicted_to_end_after_the_limit_does_not_start(tmp_path):
         "0-1",
         path,
         progress=False,
-        time_limit=60,
+        time_limit=3600,
         chunk_seconds=lambda chunk: 1.0,
     )
     assert outcome.complete and outcome.new_rows == 2
@@ -124,8 +126,14 @@ def test_sweep_within_writes_each_finished_chunk_and_says_so(tmp_path):
     path = tmp_path / "results.csv"
     configs = [ExperimentConfig(**{**TINY, "operation": op}) for op in ("add", "sub")]
     lines = []
+    # An hour: far more than the tiny runs take on any machine.
     complete = planning.sweep_within(
-        configs, [0, 1, 2], path, time.monotonic() + 300, chunk_size=4, log=lines.append
+        configs,
+        [0, 1, 2],
+        path,
+        time.monotonic() + 3600,
+        chunk_size=4,
+        log=lines.append,
     )
     assert complete
     assert sorted(read_results(path)["seed"]) == [0, 0, 1, 1, 2, 2]
@@ -135,7 +143,7 @@ def test_sweep_within_writes_each_finished_chunk_and_says_so(tmp_path):
     # a second call finds nothing to do and measures nothing
     lines.clear()
     assert planning.sweep_within(
-        configs, [0, 1, 2], path, time.monotonic() + 300, log=lines.append
+        configs, [0, 1, 2], path, time.monotonic() + 3600, log=lines.append
     )
     assert lines == []
 
