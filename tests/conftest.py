@@ -1,8 +1,47 @@
-"""Fixtures for every test: float64 under JAX, none under PyTorch."""
+"""Fixtures for every test: float64 under JAX, none under PyTorch, and a
+threshold cache of the session's own."""
+
+import os
+import shutil
+import tempfile
 
 import pytest
 
 from tests.backend import BACKEND, enable_float64, float64_arithmetic
+
+#: The environment variable of the threshold cache (`cache_dir`).
+CACHE_VARIABLE = "KERAS_NALU_CACHE_DIR"
+#: The session's cache folder and the variable's value before it.
+_SESSION_CACHE = pytest.StashKey[tuple[str, str | None]]()
+
+
+def pytest_configure(config):
+    """Points the threshold cache at an empty folder of this session's own.
+
+    No test reads or writes the user's cache (`~/.cache/keras_nalu`, or the
+    folder their `KERAS_NALU_CACHE_DIR` names): a value cached there would
+    decide what a test sees, and a test would fill it. The folder is made
+    once, by the session that runs first (the xdist controller); its workers
+    and every command a test starts inherit the variable. A test that sets
+    its own folder (`monkeypatch.setenv`) gets this one back afterwards.
+    """
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller's folder
+        return
+    folder = tempfile.mkdtemp(prefix="keras-nalu-test-cache-")
+    config.stash[_SESSION_CACHE] = folder, os.environ.get(CACHE_VARIABLE)
+    os.environ[CACHE_VARIABLE] = folder
+
+
+def pytest_unconfigure(config):
+    """Removes the session's threshold cache and restores the variable."""
+    folder, before = config.stash.get(_SESSION_CACHE, (None, None))
+    if folder is None:
+        return
+    shutil.rmtree(folder, ignore_errors=True)
+    if before is None:
+        os.environ.pop(CACHE_VARIABLE, None)
+    else:
+        os.environ[CACHE_VARIABLE] = before
 
 
 def pytest_collection_modifyitems(items):

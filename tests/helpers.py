@@ -169,36 +169,117 @@ def mixed_subtraction():
     return model
 
 
+# The `keras-nalu` script (what pip writes for the entry point), with the
+# import of the Keras backend's module held at its start (a file says so)
+# until a signal comes, so that a Ctrl-C lands inside the command's start-up
+# on any machine.
+_HELD_IMPORT = """
+import importlib.abc, importlib.machinery, os, sys, time
+
+HELD = sys.argv.pop(1)  # the file that says the import holds
+
+class HeldImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    module = os.environ.get("KERAS_BACKEND") or "tensorflow"
+
+    def find_spec(self, name, path, target=None):
+        if name != self.module:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is not None:  # a plain find_spec (is it installed?) goes on
+            spec.loader = self
+        return spec
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        open(HELD, "w").close()
+        while True:
+            time.sleep(0.01)  # until the Ctrl-C
+
+sys.meta_path.insert(0, HeldImport())
+sys.argv[0] = "keras-nalu"
+from keras_nalu.cli import main
+sys.exit(main())
+"""
+
+
 def interrupted_while_starting(*argv, cwd=None) -> subprocess.CompletedProcess:
     """`keras-nalu ARGV` in a fresh process, sent SIGINT while it imports.
 
-    The signal goes as soon as TensorFlow's library is loaded into the
-    process (its import then takes seconds more), as a Ctrl-C typed right
-    after the command. Returns the finished process, its output as text.
+    The command starts as the `keras-nalu` script does, except that the
+    import of the Keras backend's module (TensorFlow, JAX, ...) holds at its
+    start until the signal comes: a Ctrl-C typed while the command loads,
+    whatever the machine's speed (unheld, a fast machine finished the
+    command before the signal). Returns the finished process, its output as
+    text.
     """
     import signal
+    import tempfile
     import time
 
-    process = subprocess.Popen(
-        [sys.executable, "-m", "keras_nalu", *map(str, argv)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=cwd,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
-    )
-    maps = Path(f"/proc/{process.pid}/maps")
-    deadline = time.monotonic() + 120
-    while process.poll() is None and time.monotonic() < deadline:
-        try:
-            if "libtensorflow" in maps.read_text():
-                break
-        except OSError:
-            pass
-        time.sleep(0.01)
-    process.send_signal(signal.SIGINT)
-    stdout, stderr = process.communicate(timeout=120)
+    with tempfile.TemporaryDirectory() as folder:
+        held = Path(folder) / "held"
+        process = subprocess.Popen(
+            [sys.executable, "-c", _HELD_IMPORT, held, *map(str, argv)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=cwd,
+            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+        )
+        deadline = time.monotonic() + 300  # a failure's bound, not a race
+        while not held.exists() and process.poll() is None:
+            assert time.monotonic() < deadline, "the import never started"
+            time.sleep(0.01)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=120)
     return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+def network_attempts(monkeypatch) -> list:
+    """Turns the network off for a test; the list of what tried to reach it.
+
+    Each connection or name lookup fails at once (an `OSError`, as with no
+    network) and is recorded: a test asserts that a step needs no network,
+    which on a machine without one is what makes it fail fast, at any speed.
+    """
+    import socket
+
+    attempts = []
+
+    def refused(kind):
+        def attempt(*args, **kwargs):
+            where = [a for a in args if not isinstance(a, socket.socket)]
+            attempts.append((kind, *where[:2]))
+            raise OSError(f"{kind}: the network is off in this test")
+
+        return attempt
+
+    monkeypatch.setattr(socket.socket, "connect", refused("connect"))
+    monkeypatch.setattr(socket.socket, "connect_ex", refused("connect"))
+    monkeypatch.setattr(socket, "getaddrinfo", refused("getaddrinfo"))
+    return attempts
+
+
+HELD_SITE = Path(__file__).resolve().parent / "held_site"
+"""The `sitecustomize` that holds training at evaluations (`held_training`)."""
+
+
+def held_training(env: dict, hold: Path, after: Path | None = None) -> dict:
+    """`env` for a process whose runs hold at each evaluation while `hold` exists.
+
+    A run of that process (or of its Ray workers, when it starts a cluster)
+    waits after an evaluation that did not finish it, while the file `hold`
+    exists (and `after` does, if given) and no stop was asked for; see
+    `tests/held_site/sitecustomize.py`. A test creates `hold` to find a sweep
+    still training when it stops it, and deletes it to let the sweep go on.
+    """
+    paths = [str(HELD_SITE), *filter(None, [env.get("PYTHONPATH")])]
+    held = {**env, "PYTHONPATH": os.pathsep.join(paths), "TESTS_HOLD_FILE": str(hold)}
+    if after is not None:
+        held["TESTS_HOLD_AFTER"] = str(after)
+    return held
 
 
 def keras_nalu_cli(capsys, *argv):

@@ -31,7 +31,7 @@ SUB_FIELDS = {
     "interpolation_range": "U[1,3]",
     "extrapolation_range": "U[3,9]",
 }
-SUB_THRESHOLD = 7.194980605934828e-09
+SUB_THRESHOLD = 7.1999109292710165e-09
 SUB_STANDARD_ERROR = 9.6e-12
 SUB = [
     argument

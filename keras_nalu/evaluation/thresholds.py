@@ -39,33 +39,70 @@ def cache_dir() -> Path:
 
 def nearly_perfect_kernel(task, epsilon: float) -> np.ndarray:
     """W^ε of shape (input_size, num_subsets): 1 - ε on each subset, ε elsewhere."""
-    kernel = np.full((task.input_size, len(task.subsets)), epsilon, np.float64)
-    for column, (start, end) in enumerate(task.subsets):
+    return _kernel(task.input_size, task.subsets, epsilon)
+
+
+def _kernel(input_size: int, subsets, epsilon: float) -> np.ndarray:
+    kernel = np.full((input_size, len(subsets)), epsilon, np.float64)
+    for column, (start, end) in enumerate(subsets):
         kernel[start:end, column] = 1.0 - epsilon
     return kernel
 
 
+def simulated_subsets(task, rule: str = "two_layer") -> tuple[tuple[int, int], ...]:
+    """The subsets a threshold of `task` is simulated on: its geometry, placed
+    at the start of the input.
+
+    For Madsen & Johansen's rule ("two_layer") the task's subsets shifted so
+    that the first input any of them reads is input 0 (the first subset of a
+    ratio-derived task starts there, whatever the seed's offset); for the
+    single-module rule ("single_module") its two inputs at inputs 0 and 1
+    (both at 0 if they are one input), in the task's order. Inputs are
+    i.i.d., so these subsets give the error of the task's own subsets the
+    same distribution; simulating on them makes the estimate, a fixed
+    sample, the same for every seed of a configuration, which is what the
+    cache key holds.
+
+    Example:
+
+    >>> from keras_nalu.tasks import ArithmeticTask
+    >>> from keras_nalu.tasks.nalm import single_module_task
+    >>> ArithmeticTask(seed=1).subsets
+    ((29, 54), (42, 67))
+    >>> simulated_subsets(ArithmeticTask(seed=1))
+    ((0, 25), (13, 38))
+    >>> simulated_subsets(single_module_task("div", 10, seed=3), "single_module")
+    ((0, 1), (1, 2))
+    """
+    if rule == "single_module":
+        first, second = _single_inputs(task)
+        return ((0, 1), (0, 1)) if first == second else ((0, 1), (1, 2))
+    if rule != "two_layer":
+        raise ValueError(
+            "simulated_subsets expects rule to be one of ['two_layer', "
+            f"'single_module']. Received: rule={rule!r}"
+        )
+    shift = min(start for start, _ in task.subsets)
+    return tuple((start - shift, end - shift) for start, end in task.subsets)
+
+
 def _cache_key(task, epsilon, samples, seed, rule="two_layer") -> str:
-    # The offset of the subsets does not change the distribution of the error
-    # (inputs are i.i.d.), so only the geometry enters the key.
-    geometry = [end - start for start, end in task.subsets]
-    overlaps = [
-        max(0, min(e0, e1) - max(s0, s1))
-        for (s0, e0), (s1, e1) in zip(task.subsets, task.subsets[1:])
-    ]
+    # Everything the simulation reads: the subsets it simulates on (not the
+    # task's own, whose offset the seed draws), the operation, the input
+    # size and the extrapolation range. Version 1 keyed on the subsets'
+    # lengths and overlaps but simulated on the task's own subsets, so a
+    # cached value depended on the seed that filled the cache.
     key = {
         "operation": task.operation,
         "input_size": task.input_size,
-        "subset_lengths": geometry,
-        "overlaps": overlaps,
+        "subsets": [list(span) for span in simulated_subsets(task, rule)],
         "extrapolation_range": task.extrapolation_range.to_config(),
         "epsilon": epsilon,
         "samples": samples,
         "seed": seed,
-        "version": 1,
+        "rule": rule,
+        "version": 2,
     }
-    if rule != "two_layer":  # the two-layer keys stay those of older caches
-        key["rule"] = rule
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
 
 
@@ -82,10 +119,12 @@ def simulate_threshold(
     Inputs are drawn with the task's own sampler from its extrapolation range
     (`samples` of them, in chunks; `sample_numpy`, the same numbers as
     TensorFlow's stateless draw, computed without TensorFlow), and both
-    solutions are evaluated in float64.
+    solutions are evaluated in float64, on `simulated_subsets(task)`: the
+    same value for every seed of a configuration.
     """
-    exact = nearly_perfect_kernel(task, 0.0)
-    near = nearly_perfect_kernel(task, epsilon)
+    subsets = simulated_subsets(task)
+    exact = _kernel(task.input_size, subsets, 0.0)
+    near = _kernel(task.input_size, subsets, epsilon)
 
     def outputs(x):
         return (
@@ -123,12 +162,21 @@ def success_threshold(
 
     The cache is a JSON file per configuration under `cache_dir()/thresholds`.
 
+    The threshold is a function of the configuration alone, the same for
+    every seed and on every machine: the paper defines one threshold per
+    configuration, and the simulation runs on `simulated_subsets(task)`, the
+    task's subset geometry placed at input 0, not on the subsets the seed's
+    offset places. One simulation of 10⁶ draws thus serves every seed of a
+    configuration (100 seeds would otherwise take 100), whichever seed runs
+    first.
+
     With this package's subsets (length ⌊s·I⌋ = 25, overlap ⌊o·25⌋ = 12) the
-    default-configuration thresholds are slightly below the reference code's
-    (× 0.16001, + 1.4786e-5, ...): its R simulation slices `a.start:a.end`
-    inclusively, i.e. subsets of 26 elements overlapping by 13. Passing a
-    task whose `explicit_subsets` are ((0, 26), (13, 39)) reproduces those
-    numbers (tests/evaluation/test_thresholds.py checks both).
+    default-configuration thresholds are above the reference code's
+    (× 0.16054 vs 0.16001, + 1.6038e-5 vs 1.4786e-5, − 1.3848e-8 vs
+    1.384e-8): its R simulation slices `a.start:a.end` inclusively, i.e.
+    subsets of 26 elements overlapping by 13. Passing a task whose
+    `explicit_subsets` are ((0, 26), (13, 39)) reproduces those numbers
+    (tests/evaluation/test_thresholds.py checks both).
 
     Example:
 
@@ -229,9 +277,11 @@ def simulate_single_module_threshold(
         ÷:     t_ε = (1 - ε)/(1 + ε)·(a / b)·∏_j (1 - ε·|x_j|)
 
     Inputs are drawn with the task's own NumPy sampler (`sample_numpy`) from
-    its extrapolation range, and both solutions are evaluated in float64.
+    its extrapolation range, and both solutions are evaluated in float64,
+    with a and b at `simulated_subsets(task, "single_module")`: the same
+    value for every seed of a configuration.
     """
-    first, second = _single_inputs(task)
+    (first, _), (second, _) = simulated_subsets(task, "single_module")
     others = [i for i in range(task.input_size) if i not in (first, second)]
 
     def outputs(x):
@@ -291,6 +341,7 @@ __all__ = [
     "is_single_module_task",
     "nearly_perfect_kernel",
     "simulate_single_module_threshold",
+    "simulated_subsets",
     "simulate_threshold",
     "single_module_threshold",
     "success_threshold",

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-import math
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -138,9 +137,11 @@ def step_times_from_results(
     rows = rows[(rows["wall_time"] > 0) & (rows["iterations"] > 0)]
     if rows.empty:
         return times
+    from keras_nalu.sweeps.results import config_of_row
+
     wanted = _step_fields(config)
     for row in rows.to_dict("records"):
-        other = _config_of(row)
+        other = config_of_row(row)
         if other is None or _step_fields(other) != wanted:
             continue
         replicas = int(row.get("replicas") or 1)
@@ -149,37 +150,6 @@ def step_times_from_results(
             seconds, times.per_replicas.get(replicas, 0.0)
         )
     return times
-
-
-def _config_of(row: dict) -> ExperimentConfig | None:
-    fields = {f.name for f in dataclasses.fields(ExperimentConfig)}
-    values = {
-        key: (None if _missing(value) else value)
-        for key, value in row.items()
-        if key in fields
-    }
-    values["iterations"] = int(row.get("max_iterations") or 1)
-    try:
-        return ExperimentConfig(**_typed(values))
-    except (TypeError, ValueError):
-        return None
-
-
-def _missing(value) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
-
-
-def _typed(values: dict) -> dict:
-    """CSV values back to the config's types (integers read as floats)."""
-    typed = {}
-    for field in dataclasses.fields(ExperimentConfig):
-        if field.name not in values:
-            continue
-        value = values[field.name]
-        if isinstance(value, float) and value.is_integer() and "int" in str(field.type):
-            value = int(value)
-        typed[field.name] = value
-    return typed
 
 
 def measure_step_time(

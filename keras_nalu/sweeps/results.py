@@ -16,6 +16,7 @@ import dataclasses
 import fcntl
 import hashlib
 import json
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -92,6 +93,39 @@ def config_id(config: ExperimentConfig) -> str:
         fields["preset_revision"] = revision
     digest = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
     return "c" + digest[:12]
+
+
+def config_of_row(row: Mapping) -> ExperimentConfig | None:
+    """The configuration of a results row (a dict of its columns), or None.
+
+    Cells pandas read as floats go back to the field's type (an integer read
+    as 3.0 is 3), empty cells are None, and the budget is `max_iterations`;
+    None where the row's fields make no valid configuration.
+
+    Example:
+
+    >>> row = record_row({"config": ExperimentConfig(seed=3).to_config()})
+    >>> config_of_row({**row, "input_size": 100.0}) == ExperimentConfig(seed=3)
+    True
+    """
+    values = {
+        key: None if _is_empty(value) else value
+        for key, value in row.items()
+        if key in CONFIG_FIELDS
+    }
+    values["iterations"] = int(row.get("max_iterations") or 1)
+    for field in dataclasses.fields(ExperimentConfig):
+        value = values.get(field.name)
+        if isinstance(value, float) and value.is_integer() and "int" in str(field.type):
+            values[field.name] = int(value)
+    try:
+        return ExperimentConfig(**values)
+    except (TypeError, ValueError):
+        return None
+
+
+def _is_empty(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 # --- results file ---------------------------------------------------------------
@@ -249,6 +283,7 @@ __all__ = [
     "RESULT_COLUMNS",
     "check_results_path",
     "config_id",
+    "config_of_row",
     "read_results",
     "record_row",
     "results_lock",

@@ -1,3 +1,9 @@
+import dataclasses
+import functools
+import itertools
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -7,7 +13,10 @@ from keras_nalu.evaluation import (
     single_module_threshold,
     success_threshold,
 )
-from keras_nalu.evaluation.thresholds import simulate_single_module_threshold
+from keras_nalu.evaluation.thresholds import (
+    simulate_single_module_threshold,
+    simulated_subsets,
+)
 from keras_nalu.tasks import ArithmeticTask
 from keras_nalu.tasks.nalm import single_module_task
 from tests import route_without_tensorflow as route
@@ -53,11 +62,87 @@ def test_threshold_is_cached_on_disk(tmp_path, monkeypatch):
     files = list((tmp_path / "thresholds").glob("*.json"))
     assert len(files) == 1
     # A different offset (seed) has the same geometry: same cache entry.
+    assert task.replace(seed=5).subsets != task.subsets
     assert success_threshold(task.replace(seed=5), samples=20_000) == first
     assert len(list((tmp_path / "thresholds").glob("*.json"))) == 1
     # A corrupt entry is recomputed, not trusted.
     files[0].write_text("{not json")
     assert success_threshold(task, samples=20_000) == pytest.approx(first)
+
+
+def _planned_configs():
+    """One config per threshold of `benchmarks/paper.py`'s plan and the NALM
+    cells (configs of one task and rule share it)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import nalm
+    import paper
+
+    operations = ("add", "sub", "mul", "div")
+    cells = nalm.plan(nalm.NALM_INPUT_SIZES, list(nalm.UNITS), operations)
+    configs = [c for _, _, group in paper.sweep_groups(paper.PRIORITY) for c in group]
+    configs += [c for cell in cells for c in nalm.configs_of(cell)]
+    unique = {}
+    for config in configs:
+        task = {k: v for k, v in config.task().to_config().items() if k != "seed"}
+        unique.setdefault((_rule(config), repr(sorted(task.items()))), config)
+    return list(unique.values())
+
+
+def _rule(config):
+    """The rule `ExperimentConfig.success_threshold` judges `config` by."""
+    from keras_nalu.evaluation import is_single_module_task
+    from keras_nalu.presets import get_preset
+
+    single = get_preset(config.model).single_module
+    return (
+        "single_module"
+        if single and is_single_module_task(config.task())
+        else ("two_layer")
+    )
+
+
+def _venn(subsets, input_size):
+    """How many inputs each combination of subsets reads (what the error's
+    distribution depends on, the inputs being i.i.d.)."""
+    members = [
+        tuple(start <= i < end for start, end in subsets) for i in range(input_size)
+    ]
+    return sorted((m, members.count(m)) for m in set(members))
+
+
+def test_every_planned_threshold_is_the_same_whichever_seed_runs_first(
+    tmp_path, monkeypatch
+):
+    # The plan's thresholds, each from a cold cache, with the seeds in two
+    # orders: the value a run is judged against may not depend on the seed
+    # that filled the cache first. A small sample keeps it fast; the
+    # property is exact whatever the sample.
+    from keras_nalu.experiments import arithmetic
+
+    for name in ("success_threshold", "single_module_threshold"):
+        rule = functools.partial(getattr(arithmetic, name), samples=2_000)
+        monkeypatch.setattr(arithmetic, name, rule)
+    configs = _planned_configs()
+    seeds = (0, 1, 2, 7)
+    orders = {"ascending": seeds, "descending": seeds[::-1]}
+    judged = {}
+    for order, folder in zip(orders.values(), ("up", "down")):
+        monkeypatch.setenv("KERAS_NALU_CACHE_DIR", str(tmp_path / folder))
+        for config, seed in itertools.product(configs, order):
+            run = dataclasses.replace(config, seed=seed)
+            judged.setdefault(config, set()).add(run.success_threshold())
+    moved = 0
+    for config in configs:
+        rule = _rule(config)
+        tasks = [dataclasses.replace(config, seed=s).task() for s in seeds]
+        moved += len({task.subsets for task in tasks}) > 1
+        for task in tasks:  # the geometry the simulation sees is the task's
+            simulated = simulated_subsets(task, rule)
+            size = task.input_size
+            assert _venn(simulated, size) == _venn(task.subsets, size), config.name
+    differing = [config.name for config in configs if len(judged[config]) != 1]
+    assert differing == []
+    assert moved > len(configs) / 2  # most configs' subsets move with the seed
 
 
 # --- the single-module threshold (Mistry et al.'s benchmark, ε = 10⁻⁴) -----------
@@ -175,7 +260,10 @@ def test_the_route_without_tensorflow_checks_the_tensorflow_drawn_value():
     task = route.sub_task()
     threshold = _tensorflow_drawn(task, "two_layer")
     assert threshold == pytest.approx(route.SUB_THRESHOLD, rel=1e-12)
-    exact, near = nearly_perfect_kernel(task, 0.0), nearly_perfect_kernel(task, 1e-5)
+    # The simulated subsets: the task's geometry placed at input 0.
+    simulated = task.replace(explicit_subsets=simulated_subsets(task))
+    exact = nearly_perfect_kernel(simulated, 0.0)
+    near = nearly_perfect_kernel(simulated, 1e-5)
     squares = []
     for chunk in range(10):
         x, _ = task.sample(100_000, "extrapolation", (2_020, chunk))
@@ -186,3 +274,65 @@ def test_the_route_without_tensorflow_checks_the_tensorflow_drawn_value():
     assert squares.mean() == pytest.approx(threshold, rel=1e-9)
     standard_error = squares.std() / np.sqrt(squares.size)
     assert standard_error == pytest.approx(route.SUB_STANDARD_ERROR, rel=0.05)
+
+
+# --- the test suite's own cache --------------------------------------------------
+
+_SESSION_TEST = """
+import subprocess, sys
+from pathlib import Path
+from keras_nalu.evaluation import success_threshold
+from keras_nalu.evaluation.thresholds import cache_dir
+from keras_nalu.tasks import ArithmeticTask
+
+def test_a_threshold_is_cached_in_the_sessions_folder():
+    success_threshold(ArithmeticTask("add", input_size=4), samples=1_000)
+    code = "import os; print(os.environ['KERAS_NALU_CACHE_DIR'])"
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True)
+    entries = len(list((cache_dir() / "thresholds").glob("*.json")))
+    report = f"{cache_dir()} {child.stdout.decode().strip()} {entries}"
+    Path("report.txt").write_text(report)
+"""
+
+
+def test_a_test_session_leaves_the_users_cache_alone(tmp_path):
+    # A session of the suite (its conftest, one xdist worker) with a HOME
+    # and a KERAS_NALU_CACHE_DIR of a user: the threshold goes to the
+    # session's own folder, which its worker and the commands it starts
+    # share, and which is gone afterwards; neither of the user's is made.
+    import os
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    (tmp_path / "test_session.py").write_text(_SESSION_TEST)
+    home, users = tmp_path / "home", tmp_path / "users-cache"
+    home.mkdir()
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "KERAS_NALU_CACHE_DIR": str(users),
+        "PYTHONPATH": str(root),
+        "TF_CPP_MIN_LOG_LEVEL": "3",
+    }
+    command = [sys.executable, "-m", "pytest", "-p", "tests.conftest", "-n", "1"]
+    command += ["-q", "-p", "no:cacheprovider", "test_session.py"]
+    done = subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stdout[-3000:]
+    folder, seen, entries = (tmp_path / "report.txt").read_text().split()
+    assert folder == seen and int(entries) == 1
+    assert not Path(folder).exists()  # removed with the session
+    assert not (home / ".cache" / "keras_nalu").exists() and not users.exists()
+
+
+def test_this_session_has_a_threshold_cache_of_its_own():
+    import os
+    import tempfile
+
+    from keras_nalu.evaluation.thresholds import cache_dir
+
+    folder = Path(os.environ["KERAS_NALU_CACHE_DIR"])
+    assert cache_dir() == folder != Path.home() / ".cache" / "keras_nalu"
+    assert folder.name.startswith("keras-nalu-test-cache-")
+    assert folder.parent == Path(tempfile.gettempdir())

@@ -43,6 +43,7 @@ from keras_nalu.sweeps.engines import (  # noqa: E402
 from keras_nalu.sweeps.ray_connection import ClusterError  # noqa: E402
 from keras_nalu.sweeps.results import read_results  # noqa: E402
 from keras_nalu.sweeps.runner import plan_sweep, run_sweep  # noqa: E402
+from tests.helpers import held_training  # noqa: E402
 
 TIMING = ["wall_time", "iterations_per_second"]
 TINY = {
@@ -478,16 +479,21 @@ def test_a_node_with_other_versions_refuses_its_chunk_in_one_line():
 
 
 class LocalCluster:
-    """A `ray start --head` cluster of this machine, in a folder of its own."""
+    """A `ray start --head` cluster of this machine, in a folder of its own.
+
+    Its workers' runs hold at each evaluation while the file `hold` exists
+    (`held_training`): a test that stops a sweep on its way creates it first.
+    """
 
     def __init__(self, cpus: int = 2, gpus: int = 0, dashboard: bool = False):
         # short: Ray's socket paths live under it
         self.folder = Path(tempfile.mkdtemp(prefix="kn-ray-", dir="/tmp"))
+        self.hold = self.folder / "hold"
         self.port = _free_port()
         self.client_port = _free_port()
         self.dashboard_port = _free_port()
         self.address = f"127.0.0.1:{self.port}"
-        self.env = {
+        env = {
             **os.environ,
             "PYTHONPATH": os.pathsep.join(
                 [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
@@ -496,6 +502,7 @@ class LocalCluster:
             "RAY_AUTH_TOKEN": secrets.token_hex(16),
             "TF_CPP_MIN_LOG_LEVEL": "2",
         }
+        self.env = held_training(env, self.hold)
         self.env.pop("RAY_ADDRESS", None)
         command = [
             *_ray_command(),
@@ -761,7 +768,8 @@ def test_gpus_the_cluster_lacks_end_the_sweep_before_any_chunk(
 
 
 # Three chunks of two seeds: the first finishes after one evaluation, the two
-# others train 20 times longer, long enough to be stopped on their way.
+# others train 20 times longer, and hold at their first evaluation while the
+# cluster's hold file exists: a test stops them on their way.
 SHORT_AND_LONG = {
     "model:iterations": [("nau", 500), ("nmu", 10000), ("nac", 10000)],
     "operation": ["mul"],
@@ -787,17 +795,19 @@ def test_a_lost_cluster_ends_in_one_line_and_a_rerun_completes(
     backups = f"file://{folder}"  # an fsspec URL
     flags = [*SHORT_AND_LONG_FLAGS, f"--results={results}"]
     flags += [f"--backup-dir={backups}", "--backup-every=0"]
+    lost_cluster.hold.touch()  # the long chunks hold after their first backup
     sweep = _sweep(
         lost_cluster.env, *flags, f"--ray-address={lost_cluster.address}", wait=False
     )
     # Stopped when the first chunk's rows are in and both others have a backup.
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + 300  # bounds a failure, not a race
     while sweep.poll() is None and time.monotonic() < deadline:
         if results.exists() and len(list(folder.glob("*.npz"))) == 2:
             break
         time.sleep(0.05)
     assert sweep.poll() is None, sweep.communicate()
     lost_cluster.stop(grace=3)  # as `ray stop --grace-period 3` does
+    lost_cluster.hold.unlink()
     stopped = time.monotonic()
     out, err = sweep.communicate(timeout=120)
     assert time.monotonic() - stopped < 60
@@ -850,19 +860,23 @@ def test_a_killed_chunk_continues_from_its_shared_backup(running_cluster, tmp_pa
     flags = [*_grid_flags(grid), "--seeds=0-1", f"--results={results}"]
     flags += [f"--backup-dir={backups}", "--backup-every=0", "--gpus-per-chunk=0.5"]
     flags += [f"--ray-address={running_cluster.address}"]
-    sweep = _sweep(running_cluster.env, *flags, wait=False)
-    killed_at = None
-    deadline = time.monotonic() + 300
-    while killed_at is None and sweep.poll() is None and time.monotonic() < deadline:
-        for file in backups.glob("*.npz"):
-            with contextlib.suppress(ValueError, OSError):
-                step = read_backup(file)[0]["step"]
-                if step >= 1000:
+    running_cluster.hold.touch()  # the chunk holds after its first backup
+    try:
+        sweep = _sweep(running_cluster.env, *flags, wait=False)
+        killed_at = None
+        deadline = time.monotonic() + 300  # bounds a failure, not a race
+        while killed_at is None and sweep.poll() is None:
+            assert time.monotonic() < deadline, "no backup written"
+            for file in backups.glob("*.npz"):
+                with contextlib.suppress(ValueError, OSError):
+                    step = read_backup(file)[0]["step"]
                     workers = running_cluster.workers("_chunk_task")
                     assert len(workers) == 1
                     workers[0].send_signal(signal.SIGKILL)
                     killed_at = step
-        time.sleep(0.05)
+            time.sleep(0.05)
+    finally:
+        running_cluster.hold.unlink()
     out, err = sweep.communicate(timeout=300)
     assert killed_at is not None, err
     assert sweep.returncode == 0, err
@@ -935,18 +949,23 @@ def test_an_interrupted_driver_backs_its_chunks_up_and_stops(
     flags = [*SHORT_AND_LONG_FLAGS, f"--results={results}", f"--backup-dir={folder}"]
     # through Ray Client, as a driver off the cluster joins it
     flags += [f"--ray-address=ray://127.0.0.1:{running_cluster.client_port}"]
-    sweep = _sweep(running_cluster.env, *flags, wait=False)
-    deadline = time.monotonic() + 300
-    while sweep.poll() is None and time.monotonic() < deadline:
-        if results.exists() and len(read_results(results)):
-            break
-        time.sleep(0.05)
-    assert sweep.poll() is None, sweep.communicate()
-    assert not list(folder.glob("*.npz"))
-    # The first chunk's rows are in: the second chunk trains, the third one
-    # starts.
-    sweep.send_signal(signal.SIGINT)
-    out, err = sweep.communicate(timeout=120)
+    # The long chunks hold at their first evaluation until Ctrl-C stops them.
+    running_cluster.hold.touch()
+    try:
+        sweep = _sweep(running_cluster.env, *flags, wait=False)
+        deadline = time.monotonic() + 300  # bounds a failure, not a race
+        while sweep.poll() is None and time.monotonic() < deadline:
+            if results.exists() and len(read_results(results)):
+                break
+            time.sleep(0.05)
+        assert sweep.poll() is None, sweep.communicate()
+        assert not list(folder.glob("*.npz"))
+        # The first chunk's rows are in: the second chunk trains, the third
+        # one starts.
+        sweep.send_signal(signal.SIGINT)
+        out, err = sweep.communicate(timeout=120)
+    finally:
+        running_cluster.hold.unlink()
     assert sweep.returncode == 130, err
     assert not _ray_log_lines(err), err
     assert not out

@@ -1,6 +1,7 @@
 """Chunks sized to finish inside a time limit (keras_nalu.sweeps.planning)."""
 
 import time
+import types
 
 import pandas as pd
 import pytest
@@ -48,16 +49,18 @@ def _linear_device(fixed, per_replica, overhead=1.0):
     return measure, measured
 
 
-def test_the_plan_measures_then_grows_then_fits():
+def test_the_plan_measures_then_grows_then_fits(monkeypatch):
     config = ExperimentConfig(**{**TINY, "iterations": 100_000})
     measure, measured = _linear_device(fixed=1e-4, per_replica=1e-6)
     times = StepTimes()
-    deadline = time.monotonic() + 600
+    # The fake device takes no time: the plan's clock stands still, so that
+    # the time left is 600 s at every step of the plan, on any machine.
+    monkeypatch.setattr(planning, "time", types.SimpleNamespace(monotonic=lambda: 0))
+    deadline = left = 600.0  # the clock reads 0
     size = plan_chunk_size(config, deadline, 5000, times, measure, log=lambda _: None)
     # 64 first; the estimate lies far beyond it, so a larger size is measured
     assert measured[0] == planning.FIRST_MEASURED
     assert len(measured) >= 2 and measured[1] <= planning.GROWTH * measured[0]
-    left = deadline - time.monotonic()
     assert 0 < size <= 5000
     predicted = 1.0 + 100_000 * (1e-4 + 1e-6 * size)  # the fake device's truth
     assert predicted <= planning.MARGIN * left
@@ -96,14 +99,16 @@ def test_step_times_are_read_from_the_rows_of_the_same_recipe_here():
 
 
 def test_a_chunk_predicted_to_end_after_the_limit_does_not_start(tmp_path):
+    # An hour's limit: the tiny chunks predicted to take 1 s fit in what is
+    # left of it on any machine.
     path = tmp_path / "results.csv"
     outcome = run_sweep(
         [ExperimentConfig(**TINY)],
         "0-1",
         path,
         progress=False,
-        time_limit=60,
-        chunk_seconds=lambda chunk: 61.0,
+        time_limit=3600,
+        chunk_seconds=lambda chunk: 3601.0,
     )
     assert not outcome.complete and outcome.new_rows == 0
     outcome = run_sweep(
@@ -111,7 +116,7 @@ def test_a_chunk_predicted_to_end_after_the_limit_does_not_start(tmp_path):
         "0-1",
         path,
         progress=False,
-        time_limit=60,
+        time_limit=3600,
         chunk_seconds=lambda chunk: 1.0,
     )
     assert outcome.complete and outcome.new_rows == 2
@@ -121,8 +126,14 @@ def test_sweep_within_writes_each_finished_chunk_and_says_so(tmp_path):
     path = tmp_path / "results.csv"
     configs = [ExperimentConfig(**{**TINY, "operation": op}) for op in ("add", "sub")]
     lines = []
+    # An hour: far more than the tiny runs take on any machine.
     complete = planning.sweep_within(
-        configs, [0, 1, 2], path, time.monotonic() + 300, chunk_size=4, log=lines.append
+        configs,
+        [0, 1, 2],
+        path,
+        time.monotonic() + 3600,
+        chunk_size=4,
+        log=lines.append,
     )
     assert complete
     assert sorted(read_results(path)["seed"]) == [0, 0, 1, 1, 2, 2]
@@ -132,7 +143,7 @@ def test_sweep_within_writes_each_finished_chunk_and_says_so(tmp_path):
     # a second call finds nothing to do and measures nothing
     lines.clear()
     assert planning.sweep_within(
-        configs, [0, 1, 2], path, time.monotonic() + 300, log=lines.append
+        configs, [0, 1, 2], path, time.monotonic() + 3600, log=lines.append
     )
     assert lines == []
 

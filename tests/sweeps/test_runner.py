@@ -20,6 +20,7 @@ from keras_nalu.sweeps.grid import grid_configs, parse_grid
 from keras_nalu.sweeps.results import RESULT_COLUMNS, config_id, read_results
 from keras_nalu.sweeps.runner import run_sweep
 from tests.bad_paths import unwritable_folder
+from tests.helpers import held_training
 
 GRID = [
     "model=nau,nmu",
@@ -43,19 +44,33 @@ def test_chunks_are_cut_before_finished_pairs_are_removed():
     assert [chunk.seeds for chunk in chunks] == [(0,), (3,), (4,)]
 
 
-def _sweep_process(results, grid=GRID, options=("--seeds", SEEDS, "--chunk-size", "1")):
+def _sweep_process(
+    results,
+    grid=GRID,
+    options=("--seeds", SEEDS, "--chunk-size", "1"),
+    hold_after=None,
+):
+    """The sweep in a fresh process whose runs hold at their evaluations
+    while `results`'s hold file exists (`held_training`), from the start or
+    once `hold_after` exists; the file is made here."""
     command = [sys.executable, "-m", "keras_nalu", "sweep", "--quiet"]
     for item in grid:
         command += ["--grid", item]
     command += [*options, "--results", str(results)]
+    hold = results.with_name("hold")
+    hold.touch()
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     return subprocess.Popen(
-        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        command,
+        env=held_training(env, hold, hold_after),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
 
 
-def _kill_once(process, ready, failure, timeout=120):
-    """SIGKILLs `process` as soon as `ready()` is truthy (or it has exited)."""
+def _kill_once(process, ready, failure, timeout=300):
+    """SIGKILLs `process` as soon as `ready()` is truthy (or it has exited);
+    the timeout bounds a failure, not a race."""
     try:
         deadline = time.monotonic() + timeout
         while not ready() and process.poll() is None:
@@ -77,11 +92,12 @@ def _rows(path):
 
 def test_an_interrupted_sweep_resumes_to_the_same_rows(tmp_path):
     interrupted = tmp_path / "interrupted.csv"
-    _kill_once(
-        _sweep_process(interrupted), lambda: _rows(interrupted), "no chunk finished"
-    )
+    # Once the first chunk's row is in, the next chunk holds at its first
+    # evaluation: the kill finds it training.
+    process = _sweep_process(interrupted, hold_after=interrupted)
+    _kill_once(process, lambda: _rows(interrupted), "no chunk finished")
     finished_before_kill = _rows(interrupted)
-    assert 0 < finished_before_kill < 6, "the sweep must be cut after a chunk"
+    assert finished_before_kill == 1, "the sweep must be cut after a chunk"
 
     resumed = run_sweep(parse_grid(GRID), SEEDS, interrupted, 1, progress=False)
     assert resumed.skipped == finished_before_kill
@@ -110,7 +126,7 @@ def test_a_sweep_killed_inside_a_chunk_continues_it_from_its_backup(
     killed = tmp_path / "killed.csv"
     backups = tmp_path / "killed.csv.backup"
     options = ("--seeds", "0-1", "--chunk-size", "2", "--backup-every", "0")
-    _kill_once(
+    _kill_once(  # the chunk holds after its first evaluation and backup
         _sweep_process(killed, grid, options),
         lambda: list(backups.glob("*.npz")),
         "no backup written",
