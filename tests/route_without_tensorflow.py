@@ -245,7 +245,9 @@ def test_gpu_probe_measures_packed_chunks_and_processes(tmp_path):
     probe = json.loads((out / "probe.json").read_text())
     measured = {row["setting"]: row for row in probe["settings"]}
     assert measured["packed"]["runs"] == measured["processes"]["runs"] == 4
-    assert "(trained on)" in (out / "probe.md").read_text()
+    (call,) = probe["calls"]
+    assert call["trained_on"]["seed_steps"] > 0 and not call["failed"]
+    assert "trained on" in (out / "probe.md").read_text()
     assert (out / "backups.tar").is_file()
 
 
