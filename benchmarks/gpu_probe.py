@@ -360,6 +360,12 @@ class _Call:
         seen in this call, else the `STARTUP` asked for."""
         return max(self.overheads, default=self.startup)
 
+    def patience(self) -> float:
+        """The overhead a setting's process may take before it is stopped
+        (twice its slice and this): never less than the `STARTUP` asked for,
+        since another way (processes, a pack) may start slower."""
+        return max(self.overhead(), self.startup)
+
 
 def _run_child(arguments: list, timeout: float, what: str) -> dict:
     """This script with `arguments` in a process of its own (JAX never starts
@@ -430,7 +436,7 @@ def probe(
                 flush=True,
             )
             break
-        timeout = min(call.left(), 2 * (share + call.overhead()))
+        timeout = min(call.left(), 2 * (share + call.patience()))
         row = {"device": device, **call.run(name, share, timeout)}
         document["settings"].append(row)
         if "error" not in row:

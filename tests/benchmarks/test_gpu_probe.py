@@ -58,6 +58,7 @@ def _probe(out, resume, cache, settings, train_on, check, plan=PLAN, **variables
         RESUME=str(resume),
         PROBE_SETTINGS=settings,
         PROBE_SLICE="2",
+        PROBE_STARTUP="120",  # a process on a loaded 2-core machine, and more
         PROBE_TRAIN_ON=str(train_on),
         PROBE_CHECK=str(check),
         **variables,
