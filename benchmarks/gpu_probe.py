@@ -1,14 +1,13 @@
-"""Which way of filling a GPU trains the papers' plan fastest, measured on the plan.
+"""Which way of filling a device trains the papers' plan fastest, measured on the plan.
 
     python benchmarks/gpu_probe.py --out OUT --seconds 540 [paper.py options]
 
 `benchmarks/gpu_probe.sh OUT SECONDS` runs this on a lent GPU. Each setting
 below trains the plan's own next chunks (`benchmarks/paper.py --full
---fixed-chunks`, from the rows and backups in OUT) for a slice of
+--fixed-chunks`, from the rows and backups in OUT) for a slice of at most
 `--slice` seconds in a process of its own, compiling included, and stops
 them at their next evaluation after a backup, so the next setting and the
-next call continue from there: no step is trained twice. Then the fastest
-setting trains on until the time is up.
+next call continue from there: no step is trained twice.
 
 | setting | what it changes |
 |---|---|
@@ -20,6 +19,15 @@ setting trains on until the time is up.
 | command-buffers | the loop as one CUDA graph (`--xla-command-buffers`) |
 | all | packed, unrolled and as command buffers together |
 
+Every call adds to one table, OUT/probe.json and OUT/probe.md: a row per
+setting and device. A new OUT starts from the table committed beside the
+plan's rows (`--resume`), so a call measures only the settings its device
+has no row for yet. The time left after the bit-for-bit check (once per
+device, `check_identity`) is split among them (`slices`): each gets the same
+slice, `--slice` seconds at most; where not all fit, as many as fit are
+measured and the next call measures the rest. What is left then trains the
+plan on with the fastest setting measured on this device so far.
+
 Each setting's seed-steps are counted from the files (each run's step in the
 rows and backups, after minus before); its wall time runs from the start of
 its training (the chunks' building and compiling included; the success
@@ -29,9 +37,10 @@ and processes (`jax.monitoring`). `seed-steps/s` leaves the compile time out
 (divided by the chunks trained side by side, which compile at once), as a
 call longer than a slice pays it once; `wall` keeps it.
 
-Writes OUT/probe.json (every setting, the device, JAX's version) and
-OUT/probe.md (the table), beside results.csv. `--setting NAME` trains one
-setting (what the driver runs in each process).
+A call ends with exit code 1 when a part of it failed (the device could not
+be named, the check or a setting's process failed or overran), after
+writing the table and the backups. `--setting NAME` trains one setting
+(what the driver runs in each process).
 """
 
 from __future__ import annotations
@@ -42,11 +51,22 @@ import os
 import signal
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+
+from probe_table import (  # noqa: E402
+    TABLE,
+    fastest,
+    measured,
+    read_table,
+    table,
+    write_table,
+)
 
 PACK = int(os.environ.get("PROBE_PACK_REPLICAS", "1000"))
 UNROLL = int(os.environ.get("PROBE_UNROLL", "8"))
@@ -77,7 +97,11 @@ RESERVE = 20.0
 STARTUP = 30.0
 """Seconds a setting's process takes beyond its slice: Python, JAX and the
 package starting, the chunks built, the block of steps that reaches the next
-evaluation after the slice, and the backups."""
+evaluation after the slice, and the backups. Once a setting has run, the
+longest such time seen in the call replaces it."""
+
+SHORTEST_SLICE = 5.0
+"""The shortest slice worth a setting's process (or `--slice`, if shorter)."""
 
 
 def positions(out: Path) -> dict[tuple[str, int], int]:
@@ -120,9 +144,8 @@ def train_setting(name: str, slice_seconds: float, out: Path, extra: list) -> di
 
     from keras_nalu.sweeps.local import filling_options
 
-    argv = ["--full", "--fixed-chunks", "--only", PARTS, "--reuse", ""]
-    argv += ["--time-limit", str(slice_seconds), "--out", str(out)]
-    args = paper.parser().parse_args([*argv, *SETTINGS[name], *extra])
+    options = ["--time-limit", str(slice_seconds), *SETTINGS[name], *extra]
+    args, names, groups = _plan(out, options)
     filling_options(args)  # XLA's flags, before anything starts JAX
     import jax
 
@@ -135,11 +158,11 @@ def train_setting(name: str, slice_seconds: float, out: Path, extra: list) -> di
     jax.monitoring.register_event_duration_secs_listener(listen)
     from keras_nalu.sweeps.engines import device_name
 
-    names = [part for part in args.only.split(",") if part]
-    models = None if args.models is None else args.models.split(",")
-    groups = paper.sweep_groups(names, args.seeds, args.iterations, models)
     results_path = out / "results.csv"
-    _warm_thresholds(groups, results_path, args.chunk_size)
+    for config in _next_recipes(groups, results_path, args.chunk_size):
+        # simulated once per task and cached (`KERAS_NALU_CACHE_DIR`): not
+        # in the slice
+        config.success_threshold()
     before = positions(out)
     started = time.monotonic()
     paper.train(groups, [], names, results_path, args)
@@ -153,6 +176,7 @@ def train_setting(name: str, slice_seconds: float, out: Path, extra: list) -> di
         "options": " ".join(SETTINGS[name]),
         "device": device_name(),
         "jax": jax.__version__,
+        "date": time.strftime("%Y-%m-%d %H:%M"),
         "slice_s": slice_seconds,
         "seconds": seconds,
         "compile_s": compile_seconds,
@@ -163,35 +187,62 @@ def train_setting(name: str, slice_seconds: float, out: Path, extra: list) -> di
     }
 
 
-CHECKED = (("nalu", "mul"), ("nac", "add"), ("nau", "sub"))
-"""The recipes `check_identity` trains, 10 replicas each (Table 2's)."""
+def _plan(out: Path, options: list):
+    """`paper.py`'s arguments for OUT's plan with `options`, its parts' names
+    and its groups (`paper.sweep_groups`)."""
+    import paper
+
+    argv = ["--full", "--fixed-chunks", "--only", PARTS, "--reuse", ""]
+    args = paper.parser().parse_args([*argv, "--out", str(out), *options])
+    names = [part for part in args.only.split(",") if part]
+    models = None if args.models is None else args.models.split(",")
+    return args, names, paper.sweep_groups(names, args.seeds, args.iterations, models)
 
 
-def check_identity(steps: int) -> dict:
+def _next_recipes(groups, results_path: Path, chunk_size: int) -> list:
+    """The configurations of the plan's next part still to train, in order."""
+    from keras_nalu.sweeps.runner import plan_sweep
+
+    for _, seeds, configs in groups:
+        chunks = plan_sweep(configs, seeds, results_path, chunk_size)
+        if chunks:
+            return [config for chunk in chunks for config, _ in chunk.parts]
+    return []
+
+
+CHECKED = 3
+"""The most recipes `check_identity` trains, 10 replicas each."""
+
+
+def check_identity(steps: int, out: Path, extra: list) -> dict:
     """Whether packing and unrolling leave every bit as training alone does here.
 
-    Three of Table 2's recipes train `steps` steps alone, packed into one
+    The plan's next recipes (`CHECKED` at most: on the committed plan, Table
+    2's NALU on ×, + and −) train `steps` steps alone, packed into one
     program, and unrolled; every variable (weights, Adam's moments, flags)
     is compared bit for bit. On a CPU they are equal
     (`tests/sweeps/test_filling.py`); on a GPU, XLA compiles another program
-    for a pack, and this says whether its rounding is the same.
+    for a pack, and this says whether its rounding is the same. Their
+    thresholds are the plan's, cached for the settings that follow.
     """
+    import dataclasses
+
     import jax
     import numpy as np
 
-    from keras_nalu.experiments import ExperimentConfig
     from keras_nalu.sweeps.engines import device_name, replica_run
     from keras_nalu.sweeps.engines.packed import PackedBlocks
 
+    args, _, groups = _plan(out, extra)
+    recipes = _next_recipes(groups, out / "results.csv", args.chunk_size)[:CHECKED]
+    recipes = [dataclasses.replace(config, iterations=steps) for config in recipes]
+    if not recipes:
+        raise SystemExit("the plan has nothing left to train: nothing to check")
+
     def runs(unroll=1):
         return [
-            replica_run(
-                ExperimentConfig(model=model, operation=operation, iterations=steps),
-                list(range(10)),
-                history=False,
-                unroll=unroll,
-            )
-            for model, operation in CHECKED
+            replica_run(config, list(range(10)), history=False, unroll=unroll)
+            for config in recipes
         ]
 
     def states(trained):
@@ -217,133 +268,116 @@ def check_identity(steps: int) -> dict:
         "device": device_name(),
         "jax": jax.__version__,
         "steps": steps,
-        "recipes": [f"{model} {operation}" for model, operation in CHECKED],
+        "recipes": [f"{config.model} {config.operation}" for config in recipes],
         "packed": same(packed),
         f"unrolled ×{UNROLL}": same(unrolled),
         "seconds": time.monotonic() - started,
     }
 
 
-def _warm_thresholds(groups, results_path: Path, chunk_size: int) -> None:
-    """The success thresholds of the next part's chunks, before the clock runs.
+def describe() -> dict:
+    """The device a setting trains on (`device_name`), JAX's and Keras' versions."""
+    import jax
+    import keras
 
-    They are simulated once per task and cached (`KERAS_NALU_CACHE_DIR`);
-    the first setting would otherwise spend part of its slice on them.
+    from keras_nalu.sweeps.engines import device_name
+
+    return {
+        "device": device_name(),
+        "jax": jax.__version__,
+        "keras": keras.__version__,
+        "devices": str(jax.devices()),
+    }
+
+
+# --- one call -------------------------------------------------------------------
+
+
+def slices(left: float, ways: int, slice_seconds: float, startup: float) -> float:
+    """The slice of the next of `ways` settings, `left` seconds before the end.
+
+    Each of the settings that fit gets the same share: all of them where a
+    slice of `SHORTEST_SLICE` (or `slice_seconds`, if shorter) fits each,
+    else as many as fit; at most `slice_seconds`. 0: none fits.
     """
-    from keras_nalu.sweeps.runner import plan_sweep
-
-    for _, seeds, configs in groups:
-        chunks = plan_sweep(configs, seeds, results_path, chunk_size)
-        for chunk in chunks:
-            for config, _ in chunk.parts:
-                config.success_threshold()
-        if chunks:
-            return
+    shortest = min(slice_seconds, SHORTEST_SLICE)
+    fitting = min(ways, int(left // (shortest + startup)))
+    if fitting < 1:
+        return 0.0
+    return min(slice_seconds, left / fitting - startup)
 
 
-def _record(out: Path, record: dict) -> None:
-    path = out / "probe.json"
-    probe = json.loads(path.read_text()) if path.is_file() else {"settings": []}
-    probe["settings"].append(record)
-    path.write_text(json.dumps(probe, indent=2) + "\n", encoding="utf-8")
+class _Call:
+    """One call's settings, each in a process of its own, against one clock."""
+
+    def __init__(self, out: Path, seconds: float, extra: list, startup: float):
+        self.out = out
+        self.extra = extra
+        self.ends = time.monotonic() + seconds - RESERVE
+        self.startup = startup
+        self.overheads = []
+        self.failed = []
+
+    def left(self) -> float:
+        return self.ends - time.monotonic()
+
+    def run(self, name: str, slice_seconds: float, timeout: float) -> dict:
+        """One setting for `slice_seconds`; its record, or why it failed.
+
+        Past `timeout`, its process gets Ctrl-C, so each chunk backs up at
+        its next evaluation (processes it started are told by it, or see it
+        end), and is killed 20 s later.
+        """
+        print(f"setting {name}: {slice_seconds:.0f} s", flush=True)
+        failed = {"setting": name, "options": " ".join(SETTINGS[name])}
+        failed["date"] = time.strftime("%Y-%m-%d %H:%M")
+        with tempfile.TemporaryDirectory() as folder:
+            record = Path(folder) / "record.json"
+            command = [sys.executable, __file__, "--setting", name, "--out"]
+            command += [str(self.out), "--slice", f"{slice_seconds:.0f}"]
+            command += ["--record", str(record), "--", *self.extra]
+            started = time.monotonic()
+            process = subprocess.Popen(command)
+            try:
+                code = process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                process.send_signal(signal.SIGINT)
+                try:
+                    process.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+                code = f"stopped after {timeout:.0f} s"
+            if code != 0:
+                self.failed.append(name)
+                error = code if isinstance(code, str) else f"exit code {code}"
+                return {**failed, "error": error}
+            self.overheads.append(time.monotonic() - started - slice_seconds)
+            return json.loads(record.read_text(encoding="utf-8"))
+
+    def overhead(self) -> float:
+        """Seconds a setting's process takes beyond its slice: the longest
+        seen in this call, else the `STARTUP` asked for."""
+        return max(self.overheads, default=self.startup)
+
+    def patience(self) -> float:
+        """The overhead a setting's process may take before it is stopped
+        (twice its slice and this): never less than the `STARTUP` asked for,
+        since another way (processes, a pack) may start slower."""
+        return max(self.overhead(), self.startup)
 
 
-def table(probe: dict) -> str:
-    """The probe's Markdown table."""
-    rows = probe["settings"]
-    device = next((r["device"] for r in rows if "device" in r), "?")
-    version = next((r["jax"] for r in rows if "jax" in r), "?")
-    machine = probe.get("machine", {})
-    load = ""
-    if machine:
-        load = (
-            f"; load average {machine['load_average_before'][0]:.1f} before, "
-            f"{machine['load_average_after'][0]:.1f} after, on {machine['cpus']} "
-            "CPUs"
-        )
-    lines = [
-        f"Device: {device}; JAX {version}; {probe.get('date', '')}; slices of "
-        f"{probe.get('slice_s', '?')} s (`benchmarks/gpu_probe.sh`){load}.",
-        "",
-        "| setting | options | runs | seed-steps | wall s | compile s "
-        "| seed-steps/s | wall seed-steps/s |",
-        "|---|---|--:|--:|--:|--:|--:|--:|",
-    ]
-    for row in rows:
-        if "seed_steps" not in row:
-            lines.append(
-                f"| {row['setting']} | {row['options']} | failed: "
-                f"{row.get('error', '')} | | | | | |"
-            )
-            continue
-        lines.append(
-            f"| {row['setting']} | {row['options']} | {row['runs']} | "
-            f"{row['seed_steps']:,} | {row['seconds']:.1f} | "
-            f"{row['compile_s']:.1f} | {row['seed_steps_per_second']:,.0f} | "
-            f"{row['wall_seed_steps_per_second']:,.0f} |"
-        )
-    check = probe.get("identity")
-    if check and "packed" in check:
-        verdicts = [
-            f"{name} {'yes' if check[name] else 'NO'}"
-            for name in check
-            if name == "packed" or name.startswith("unrolled")
-        ]
-        lines += [
-            "",
-            f"Every bit as trained alone on this device ({', '.join(check['recipes'])}"
-            f", 10 replicas each, {check['steps']:,} steps): "
-            + "; ".join(verdicts)
-            + ".",
-        ]
-    elif check:
-        lines += ["", f"The bit-for-bit check failed: {check.get('error')}."]
-    if any(row["setting"].endswith("(trained on)") for row in rows):
-        lines += ["", f"The fastest, {probe['fastest']}, trained on to the end."]
-    elif probe.get("fastest"):
-        lines += ["", f"The fastest: {probe['fastest']}; it did not train on."]
-    return "\n".join(lines) + "\n"
-
-
-def _run_setting(
-    name: str, slice_seconds: float, timeout: float, out: Path, extra: list
-) -> dict:
-    """One setting in a process of its own; its record, or why it failed.
-
-    Past `timeout`, the setting's process gets Ctrl-C, so each chunk backs up
-    at its next evaluation (processes it started are told by it, or see it
-    end), and is killed 20 s later.
-    """
-    command = [sys.executable, __file__, "--setting", name, "--out", str(out)]
-    command += ["--slice", f"{slice_seconds:.0f}", "--", *extra]
-    print(f"setting {name}: {slice_seconds:.0f} s", flush=True)
-    failed = {"setting": name, "options": " ".join(SETTINGS[name])}
-    process = subprocess.Popen(command)
-    try:
-        code = process.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        return {**failed, "error": f"stopped after {timeout:.0f} s"}
-    if code != 0:
-        return {**failed, "error": f"exit code {code}"}
-    return json.loads((out / "probe.json").read_text())["settings"][-1]
-
-
-def _run_check(steps: int, timeout: float, out: Path) -> dict:
-    """`check_identity` in a process of its own (JAX never starts here)."""
-    command = [sys.executable, __file__, "--out", str(out), "--check", str(steps)]
-    print(f"checking packed and unrolled steps bit for bit: {steps} steps", flush=True)
+def _run_child(arguments: list, timeout: float, what: str) -> dict:
+    """This script with `arguments` in a process of its own (JAX never starts
+    here); the JSON of its last line, or why it failed."""
+    command = [sys.executable, __file__, *arguments]
     try:
         done = subprocess.run(command, timeout=timeout, capture_output=True, text=True)
     except subprocess.TimeoutExpired:
-        return {"error": f"stopped after {timeout:.0f} s"}
+        return {"error": f"{what} stopped after {timeout:.0f} s"}
     if done.returncode != 0:
-        return {"error": (done.stderr.strip().splitlines() or ["no output"])[-1]}
+        lines = done.stderr.strip().splitlines() or ["no output"]
+        return {"error": f"{what}: {lines[-1]}"}
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -357,54 +391,68 @@ def probe(
     train_on: float | None = None,
     check_steps: int = 1000,
 ) -> dict:
-    """The bit-for-bit check (`check_steps` steps; 0: none), every setting for
-    a slice, then the fastest until `seconds` are up (or for `train_on`
-    seconds at most)."""
+    """Adds one call to OUT's table: the device named, its bit-for-bit check
+    (`check_steps` steps, 0: none) unless the table has one, a slice for each
+    of `names` not measured on it yet (`slices`), then the fastest measured
+    there trains on until `seconds` are up (or for `train_on` seconds at
+    most; 0: not at all). The call's record lists what failed."""
     import speed
 
-    ends = time.monotonic() + seconds - RESERVE
+    call = _Call(out, seconds, extra, startup)
     load_before = os.getloadavg()
-    (out / "probe.json").unlink(missing_ok=True)
-    identity = None
-    if check_steps:
-        identity = _run_check(check_steps, min(ends - time.monotonic(), 180), out)
-    records = []
-    for name in names:
-        left = ends - time.monotonic()
-        if left < slice_seconds + startup:
-            print(f"setting {name}: no time left", flush=True)
+    document = read_table(out / TABLE)
+    record = {"date": time.strftime("%Y-%m-%d %H:%M"), "seconds": seconds}
+    record["slice_s"] = slice_seconds
+    document["calls"].append(record)
+    found = _run_child(["--describe"], min(call.left(), 180), "naming the device")
+    if "error" in found:
+        print(found["error"], flush=True)
+        record.update(device="?", failed=["naming the device"])
+        write_table(out, document)
+        return document
+    device = record["device"] = found["device"]
+    print(f"jax {found['jax']} {found['devices']} keras {found['keras']}", flush=True)
+    checked = [c for c in document["checks"] if c.get("device") == device]
+    if check_steps and not any("packed" in c for c in checked):
+        timeout = min(call.left(), 180)
+        print(
+            f"checking packed and unrolled steps bit for bit: {check_steps} steps",
+            flush=True,
+        )
+        arguments = ["--check", str(check_steps), "--out", str(out), "--", *extra]
+        check = _run_child(arguments, timeout, "the check")
+        document["checks"].append({"device": device, **check})
+        if "error" in check:
+            call.failed.append("the check")
+    done = measured(document, device)
+    todo = [name for name in names if name not in done]
+    print(f"measured on {device} before: {', '.join(done) or 'nothing'}", flush=True)
+    record["measured"] = []
+    for index, name in enumerate(todo):
+        share = slices(call.left(), len(todo) - index, slice_seconds, call.overhead())
+        if not share:
+            print(
+                f"{', '.join(todo[index:])}: no time left; the next call measures",
+                flush=True,
+            )
             break
-        timeout = min(left, 2 * (slice_seconds + startup))
-        record = _run_setting(name, slice_seconds, timeout, out, extra)
-        if "error" in record:
-            _record(out, record)
-        records.append(record)
-    measured = [r for r in records if r.get("seed_steps")]
-    fastest = max(measured, key=lambda r: r["seed_steps_per_second"], default=None)
-    name = fastest["setting"] if fastest else "one-by-one"
-    left = ends - time.monotonic()
-    if train_on != 0 and left > slice_seconds + startup:
-        training = left - startup if train_on is None else min(train_on, left - startup)
-        record = _run_setting(name, training, left, out, extra)
-        if "error" not in record:
-            document = json.loads((out / "probe.json").read_text())
-            document["settings"][-1]["setting"] += " (trained on)"
-            (out / "probe.json").write_text(json.dumps(document, indent=2) + "\n")
-        else:
-            _record(out, {**record, "setting": f"{name} (trained on)"})
-    path = out / "probe.json"
-    document = json.loads(path.read_text()) if path.is_file() else {"settings": []}
-    document.update(
-        identity=identity,
-        machine=speed.machine(load_before),
-        date=time.strftime("%Y-%m-%d %H:%M"),
-        slice_s=slice_seconds,
-        fastest=name,
-        seconds=seconds,
-    )
-    text = json.dumps(document, indent=2) + "\n"
-    (out / "probe.json").write_text(text, encoding="utf-8")
-    (out / "probe.md").write_text(table(document), encoding="utf-8")
+        timeout = min(call.left(), 2 * (share + call.patience()))
+        row = {"device": device, **call.run(name, share, timeout)}
+        document["settings"].append(row)
+        if "error" not in row:
+            record["measured"].append(name)
+        write_table(out, document)
+    record["fastest"] = fastest(document, device)
+    training = call.left() - call.overhead()
+    if train_on is not None:
+        training = min(train_on, training)
+    if training >= min(slice_seconds, SHORTEST_SLICE):
+        name = record["fastest"] or "one-by-one"
+        trained = call.run(name, training, call.left())
+        record["trained_on"] = {"device": device, **trained}
+    record["failed"] = call.failed
+    record["machine"] = speed.machine(load_before)
+    write_table(out, document)
     return document
 
 
@@ -417,7 +465,6 @@ def pack_backups(out: Path, limit: int = TAR_LIMIT) -> list[Path]:
     """OUT/results.csv.backup/ into `backups.tar`, `backups-2.tar`, ..., each
     under `limit` bytes unless one backup alone is larger; the folder goes."""
     import shutil
-    import tarfile
 
     from keras_nalu._files import backup_folder
 
@@ -441,11 +488,50 @@ def pack_backups(out: Path, limit: int = TAR_LIMIT) -> list[Path]:
     return tars
 
 
+def extract(archive: tarfile.TarFile, folder: Path) -> None:
+    """Every member of `archive` into `folder`, and nothing outside it.
+
+    Python's "data" filter where it has one (3.11.4, 3.10.12 and later).
+    Without it, only plain files and folders whose names stay inside
+    `folder` are extracted, without their owners and modes: an absolute
+    name, a `..`, a link or a device refuses the whole archive
+    (`tarfile.TarError`, naming the member) before anything is written.
+    """
+    if hasattr(tarfile, "data_filter"):
+        archive.extractall(folder, filter="data")
+        return
+    root = Path(folder).resolve()
+    members = archive.getmembers()
+    for member in members:
+        target = (root / member.name).resolve()
+        inside = target == root or root in target.parents
+        plain = member.isfile() or member.isdir()
+        if Path(member.name).is_absolute() or ".." in Path(member.name).parts:
+            inside = False
+        if not (inside and plain):
+            raise tarfile.TarError(
+                f"{archive.name}: {member.name!r} is not a plain file or folder "
+                f"inside {root}; nothing extracted"
+            )
+    for member in members:
+        archive.extract(member, root, set_attrs=False)
+
+
+def unpack_backups(out: Path) -> list[Path]:
+    """The `pack_backups` files of an earlier call back into OUT (then removed)."""
+    tars = sorted(out.glob("backups*.tar"))
+    for tar in tars:
+        with tarfile.open(tar) as archive:
+            extract(archive, out)
+        tar.unlink()
+    return tars
+
+
 def resume(out: Path, committed: Path) -> str:
-    """OUT's starting point: an earlier call's files in OUT, else `committed`.
+    """OUT's starting point: an earlier call's files in OUT, else `committed`'s.
 
     An earlier call's backups come back out of their tar files; a new OUT
-    gets the committed `results.csv` and its backups.
+    gets the committed `results.csv`, its backups and the probe table.
     """
     import shutil
 
@@ -456,8 +542,9 @@ def resume(out: Path, committed: Path) -> str:
         return f"continuing {', '.join(names)} in {out}"
     if (out / "results.csv").exists() or backup_folder(out / "results.csv").exists():
         return f"continuing {out}"
-    if (committed / "results.csv").is_file():
-        shutil.copy(committed / "results.csv", out)
+    for name in ("results.csv", TABLE):
+        if (committed / name).is_file() and not (out / name).exists():
+            shutil.copy(committed / name, out)
     if backup_folder(committed / "results.csv").is_dir():
         shutil.copytree(
             backup_folder(committed / "results.csv"), backup_folder(out / "results.csv")
@@ -465,33 +552,23 @@ def resume(out: Path, committed: Path) -> str:
     return f"starting from {committed}"
 
 
-def unpack_backups(out: Path) -> list[Path]:
-    """The `pack_backups` files of an earlier call back into OUT (then removed)."""
-    import tarfile
-
-    tars = sorted(out.glob("backups*.tar"))
-    for tar in tars:
-        with tarfile.open(tar) as archive:
-            archive.extractall(out, filter="data")
-        tar.unlink()
-    return tars
-
-
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
     options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    options.add_argument("--out", required=True, help="folder of results.csv")
+    options.add_argument("--out", help="folder of results.csv and the probe table")
     options.add_argument("--seconds", type=float, help="the whole probe's time")
     options.add_argument(
         "--resume",
         default=str(HERE / "results" / "paper"),
-        help="the committed results.csv and backups a new OUT starts from",
+        help="the committed results.csv, backups and probe table a new OUT starts from",
     )
-    options.add_argument("--slice", type=float, default=25.0, help="per setting")
+    options.add_argument(
+        "--slice", type=float, default=25.0, help="per setting, at most"
+    )
     options.add_argument(
         "--startup",
         type=float,
         default=STARTUP,
-        help="seconds a setting's process takes beyond its slice",
+        help="seconds a setting's process takes beyond its slice, until one has run",
     )
     options.add_argument(
         "--settings",
@@ -512,14 +589,29 @@ def main(argv=None) -> int:
         help="steps of the bit-for-bit check of packing and unrolling (0: none)",
     )
     options.add_argument("--setting", choices=sorted(SETTINGS), help="one setting")
+    options.add_argument("--record", help="with --setting: the file of its record")
+    options.add_argument(
+        "--describe", action="store_true", help="print the device and versions"
+    )
     options.add_argument("extra", nargs="*", help="paper.py options (after --)")
+    return options
+
+
+def main(argv=None) -> int:
+    options = _parser()
     args = options.parse_args(argv)
+    if args.describe:
+        print(json.dumps(describe()))
+        return 0
+    if args.out is None:
+        options.error("--out")
     out = Path(args.out)
     if args.setting is None and args.seconds is None and args.check:
-        print(json.dumps(check_identity(args.check)))
+        print(json.dumps(check_identity(args.check, out, args.extra)))
         return 0
     if args.setting:
-        _record(out, train_setting(args.setting, args.slice, out, args.extra))
+        record = train_setting(args.setting, args.slice, out, args.extra)
+        Path(args.record).write_text(json.dumps(record), encoding="utf-8")
         return 0
     names = [name for name in args.settings.split(",") if name]
     unknown = sorted(set(names) - set(SETTINGS))
@@ -540,7 +632,10 @@ def main(argv=None) -> int:
     print(table(document))
     for tar in pack_backups(out):
         print(f"{tar.name}: {tar.stat().st_size:,} bytes")
-    return 0
+    failed = document["calls"][-1]["failed"]
+    if failed:
+        print(f"gpu_probe: failed: {', '.join(failed)} (the table says why)")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -218,13 +218,23 @@ def _ratios(rows: list[dict]) -> dict:
 
 
 def machine(load_before) -> dict:
-    """The machine a benchmark ran on, and its load before and after."""
+    """The machine a benchmark ran on, its load before and after, and the
+    versions of the packages that trained."""
+    from importlib import metadata
+
+    versions = {}
+    for name in ("jax", "jaxlib", "keras", "tensorflow", "numpy"):
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
     return {
         "cpus": os.cpu_count(),
         "load_average_before": load_before,
         "load_average_after": os.getloadavg(),
         "python": platform.python_version(),
         "platform": platform.platform(),
+        "versions": versions,
     }
 
 

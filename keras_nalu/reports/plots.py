@@ -174,15 +174,26 @@ def results_figure(
     axes[1].ticklabel_format(axis="y", style="sci", scilimits=(0, 0))
     if operation is not None:
         figure.suptitle(f"operation: {operation}")
-    handles, labels = axes[0].get_legend_handles_labels()
+    _legend(figure, axes[0], _label({key: key for key in lines}, hue, named=False))
+    return figure
+
+
+def _legend(figure, axis, title: str) -> None:
+    """The lines' legend under the axes, as many labels a row as fit."""
+    handles, labels = axis.get_legend_handles_labels()
+    longest = max((len(label) for label in labels), default=0)
     figure.legend(
         handles,
         labels,
         loc="outside lower center",
-        ncol=min(len(labels), 6) or 1,
-        title=_label({key: key for key in lines}, hue, named=False),
+        ncol=max(min(len(labels), 6, _LEGEND_CHARACTERS // (longest + 8)), 1),
+        title=title,
     )
-    return figure
+
+
+_LEGEND_CHARACTERS = 140
+"""About the characters of legend labels (and their markers) one row of the
+figure's legend holds."""
 
 
 def _category(value) -> str:

@@ -73,8 +73,8 @@ class Pack:
     """Chunks of different recipes trained side by side in one compiled program.
 
     Each chunk keeps its own replica run, evaluations, backup and rows
-    (`train_pack`); only the program that takes their steps is shared, so a
-    device's fixed cost of a step is paid once for all of them (JAX engine,
+    (`train_pack`); only the program that takes their steps is shared, so
+    they share a device's cost per step (JAX engine,
     `keras_nalu.sweeps.engines.packed`).
     """
 

@@ -300,7 +300,9 @@ class RayTasks:
             )
         on_rows(result["rows"])
         self.written += len(result["rows"])
-        on_steps(chunk.steps)
+        resumed = min(result["resumed_from"] * chunk.replicas, chunk.steps)
+        on_steps(resumed, False)  # trained before this sweep
+        on_steps(chunk.steps - resumed)
 
     def outcome(self) -> str:
         """The rows kept and the chunks left (`_outcome`)."""

@@ -7,9 +7,10 @@ calling thread writes rows (`on_rows`); past the deadline of the sweep's
 `TrainingLimits`, no chunk starts and the chunks in training stop after
 their backups (`TimeLimitReached`).
 
-Small chunks leave a GPU mostly idle (each step costs a roughly fixed time
-whatever a chunk holds). Besides the threads, three ways fill it, each
-giving every chunk the rows it gives alone (`FillingOptions`):
+Small chunks leave a GPU partly idle: a step's time grows far more slowly
+than the replicas it trains (`benchmarks/results/gpu/summary.md`). Besides
+the threads, three ways fill it, each giving every chunk the rows it gives
+alone (`FillingOptions`):
 
 - `pack_replicas`: consecutive chunks of different recipes, up to that many
   replicas, train side by side in one compiled program (`pack_chunks`,
@@ -40,14 +41,17 @@ from keras_nalu.sweeps.engines import (
     stop_at_interrupt,
 )
 
-GPU_PACK_REPLICAS = 1000
-"""The replicas a pack holds by default on a GPU (or another accelerator).
+MEASURED_PACK_REPLICAS: dict[str, int] = {}
+"""The replicas a pack holds by default on each device kind (`device_name`).
 
-On one NVIDIA H200, `benchmarks/speed.py` trained 1,000 replicas of one
-chunk at 9.8·10⁶ seed-steps/s and 100 at 1.6·10⁶: up to about 1,000
-replicas, more of them cost the device almost nothing
-(`benchmarks/results/gpu/summary.md`). A pack's gain on a GPU is still to be
-measured (`benchmarks/gpu_probe.sh`)."""
+Only the probe's table may put a device here: where a committed table
+(`benchmarks/gpu_probe.sh`, `benchmarks/results/**/probe.json`) measured
+packed chunks faster than one chunk at a time on that device, and packed
+steps every bit as steps alone, the pack size it measured
+(`benchmarks/probe_table.py`'s `measured_packing`; a test checks that this
+is what the committed tables give). A device not listed packs nothing
+unless told: no GPU has a committed table yet, and on the 2-core CPU a pack
+trained slower than one chunk at a time (docs: Backends, "Filling a GPU")."""
 
 
 def local_devices() -> list:
@@ -65,13 +69,17 @@ def local_devices() -> list:
 def default_pack_replicas() -> int:
     """The replicas `run_sweep` packs chunks up to, unless told: by device.
 
-    `GPU_PACK_REPLICAS` on an accelerator of the JAX engine; 0 (no packing)
-    on a CPU, where a step costs its arithmetic and a pack trained no faster
-    than its chunks one after the other (`benchmarks/step_profile.py`,
-    `benchmarks/gpu_probe.sh`; docs: Backends, "Filling a GPU"), and on an
+    `MEASURED_PACK_REPLICAS` of this device kind on the JAX engine; 0 (no
+    packing) on a device the probe's committed tables do not list, and on an
     engine that cannot pack.
     """
-    return GPU_PACK_REPLICAS if on_accelerator() else 0
+    import keras
+
+    if keras.backend.backend() != "jax":
+        return 0
+    from keras_nalu.sweeps.engines import device_name
+
+    return MEASURED_PACK_REPLICAS.get(device_name(), 0)
 
 
 def on_accelerator() -> bool:
@@ -98,9 +106,10 @@ class FillingOptions:
             to fill an accelerator alone. On Ray, use `gpus_per_chunk`.
         pack_replicas: on the JAX engine, consecutive chunks of different
             recipes train side by side in one compiled program, up to this
-            many replicas together (`pack_chunks`), so a GPU's fixed cost of
-            a step is paid once for all. None: `default_pack_replicas()`
-            (1,000 on a GPU, 0 on a CPU); 0: no packing.
+            many replicas together (`pack_chunks`), so the chunks share a
+            GPU's cost per step. None: `default_pack_replicas()`
+            (what the probe measured on this device kind; none yet: 0);
+            0: no packing.
         processes_per_device: processes training chunks (or packs) side by
             side on each device, each its own; they take GPU memory as they
             need it, or `XLA_PYTHON_CLIENT_MEM_FRACTION` each if that is
@@ -222,8 +231,8 @@ def add_filling_flags(parser) -> None:
         metavar="N",
         help="JAX engine: train consecutive chunks of different models side by "
         "side in one compiled program, up to N replicas together; each chunk "
-        f"gives the rows it gives alone (default: {GPU_PACK_REPLICAS} on a GPU, "
-        "0 = none on a CPU)",
+        "gives the rows it gives alone (default: the pack size the probe's "
+        "committed table measured faster on this device kind, else 0 = none)",
     )
     parser.add_argument(
         "--processes-per-device",
@@ -303,7 +312,8 @@ def train_locally(
     Args:
         chunks: the chunks, in order.
         on_rows, on_steps: the sweep's callbacks (rows to write, seed-steps
-            done), called in this thread.
+            done: `on_steps(steps, trained=True)`, `trained` False for steps
+            not trained here), called in this thread.
         limits: the folder of the chunks' backups (None for none), how
             often, and the sweep's deadline (see `train_chunk`).
         filling: how to fill a device (`FillingOptions.prepared`); None for
@@ -356,17 +366,35 @@ def train_locally(
             _train_chunks(chunks, *common)
 
 
+class _ChunkProgress:
+    """A chunk's steps, × its replicas, to the sweep's count of seed-steps.
+
+    Called with the steps it trains; `resumed` with those its backup starts
+    from and `ended` with those its runs never trained (they stopped early),
+    which `on_steps` counts as not trained here.
+    """
+
+    def __init__(self, chunk, on_steps):
+        self.chunk = chunk
+        self.on_steps = on_steps
+        self.reported = 0
+
+    def __call__(self, steps: int, trained: bool = True) -> None:
+        done = steps * self.chunk.replicas
+        self.reported += done
+        self.on_steps(done, trained)
+
+    def resumed(self, steps: int) -> None:
+        self(steps, trained=False)
+
+    def ended(self) -> None:
+        self.on_steps(max(self.chunk.steps - self.reported, 0), False)
+
+
 def _train_one_chunk(chunk, on_steps, limits, unroll=1):
-    reported = 0
-
-    def progress(steps):
-        nonlocal reported
-        done = steps * chunk.replicas
-        reported += done
-        on_steps(done)
-
+    progress = _ChunkProgress(chunk, on_steps)
     rows = train_chunk(chunk, progress=progress, limits=limits, unroll=unroll)
-    on_steps(max(chunk.steps - reported, 0))
+    progress.ended()
     return rows
 
 
@@ -382,18 +410,10 @@ def train_unit(unit, on_rows, on_steps, limits, unroll=1):
     if not isinstance(unit, Pack):
         on_rows(_train_one_chunk(unit, on_steps, limits, unroll=unroll))
         return
-    reported = dict.fromkeys(unit.chunks, 0)
-
-    def progress(chunk):
-        def report(steps):
-            done = steps * chunk.replicas
-            reported[chunk] += done
-            on_steps(done)
-
-        return report
-
-    train_pack(unit, on_rows, progress, limits, unroll)
-    on_steps(sum(max(c.steps - reported[c], 0) for c in unit.chunks))
+    progress = {chunk: _ChunkProgress(chunk, on_steps) for chunk in unit.chunks}
+    train_pack(unit, on_rows, progress.get, limits, unroll)
+    for chunk_progress in progress.values():
+        chunk_progress.ended()
 
 
 def fits(chunk, limits, chunk_seconds) -> bool:
@@ -451,9 +471,9 @@ def _train_on_devices(
     lock = threading.Lock()
     finished = object()  # a worker's last message
 
-    def locked_steps(steps):
+    def locked_steps(steps, trained=True):
         with lock:
-            on_steps(steps)
+            on_steps(steps, trained)
 
     def worker(device):
         trained = 0

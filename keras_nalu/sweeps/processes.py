@@ -85,7 +85,7 @@ def train_in_processes(
             elif kind == "rows":
                 on_rows(rest[0])
             elif kind == "steps":
-                on_steps(rest[0])
+                on_steps(*rest)
             elif kind == "event":
                 import jax
 
@@ -172,7 +172,9 @@ def _process_worker(index, device_index, environment, tasks, **options):
                 train_unit(
                     unit,
                     lambda rows: messages.put(("rows", index, rows)),
-                    lambda steps: messages.put(("steps", index, steps)),
+                    lambda steps, trained=True: messages.put(
+                        ("steps", index, steps, trained)
+                    ),
                     **options,
                 )
                 messages.put(("ready", index))

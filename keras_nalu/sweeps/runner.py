@@ -171,9 +171,9 @@ def run_sweep(
         pack_replicas: on the JAX engine, consecutive chunks of different
             recipes train side by side in one compiled program, up to this
             many replicas together (`keras_nalu.sweeps.chunks.pack_chunks`),
-            so a GPU's fixed cost of a step is paid once for all; each chunk
-            gives the rows it gives alone. None: `default_pack_replicas()`
-            (1,000 on a GPU, 0 on a CPU); 0: no packing.
+            so the chunks share a GPU's cost per step; each chunk gives the
+            rows it gives alone. None: `default_pack_replicas()` (what the
+            probe measured on this device kind; none yet: 0); 0: no packing.
         processes_per_device: processes training chunks (or packs) side by
             side on each device, each its own; they take GPU memory as they
             need it, or `XLA_PYTHON_CLIENT_MEM_FRACTION` each if that is set.
@@ -354,9 +354,15 @@ class ResultsAppender:
 
 @contextlib.contextmanager
 def _progress_bar(progress: bool, chunks: Sequence[Chunk]):
-    """One tqdm bar over the seed-steps of `chunks`; yields its `on_steps`."""
+    """One tqdm bar over the seed-steps of `chunks`; yields its `on_steps`.
+
+    `on_steps(steps, trained=True)` moves the bar; steps not trained in this
+    process (`trained=False`: those a chunk's backup starts from, those of
+    runs that stopped early) move it without counting in its rate, so the
+    rate and the time left are of the steps trained here.
+    """
     if not progress:
-        yield lambda steps: None
+        yield lambda steps, trained=True: None
         return
     from tqdm.auto import tqdm
 
@@ -367,8 +373,20 @@ def _progress_bar(progress: bool, chunks: Sequence[Chunk]):
         unit_scale=True,
         dynamic_ncols=True,
     )
+
+    def on_steps(steps: int, trained: bool = True) -> None:
+        if trained or bar.disable:
+            bar.update(steps)
+            return
+        # tqdm's rate: its smoothed steps per second since the last print
+        # (n - last_print_n), else (n - initial) / elapsed
+        bar.n += steps
+        bar.last_print_n += steps
+        bar.initial += steps
+        bar.refresh()
+
     try:
-        yield bar.update
+        yield on_steps
     finally:
         bar.close()
 
@@ -391,7 +409,7 @@ def _dispatch(
     Args:
         chunks: the chunks, in order.
         on_rows: the `ResultsAppender`.
-        on_steps: the progress bar's count of seed-steps.
+        on_steps: the progress bar's count of seed-steps (`_progress_bar`).
         limits: the chunks' backup folder (beside the results file here,
             `backup_dir` on Ray), how often, and the deadline.
         ray_address, results_path, gpus_per_chunk, backups_asked: for

@@ -50,8 +50,18 @@ PAGES = {
     "results": Path("docs") / "results.md",
     "readme": Path("README.md"),
     "benchmarks": Path("benchmarks") / "README.md",
+    "backends": Path("docs") / "backends.md",
 }
 """The pages whose numbers are checked, relative to the repository."""
+PARTS = {
+    "backends": (
+        ("On lent GPUs", "### Several GPUs and Ray clusters"),
+        ("## Filling a GPU", "## Several devices"),
+    ),
+}
+"""The parts of a page that are checked, each from the line that starts with
+its first text to the line that starts with its second (the whole page if
+the page has none): the Backends page's GPU speed table and its filling."""
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import nalm  # noqa: E402
@@ -96,7 +106,13 @@ def grouped(value: float) -> str:
 
 
 def _results(path: Path) -> pd.DataFrame:
-    if path.suffix == ".md":  # a summary: its text
+    if path.name.endswith(".backup"):  # a results file's backups: their runs
+        from keras_nalu.sweeps.engines import read_backup
+
+        backups = sorted(path.glob("*.npz"))
+        assert backups, f"no backup in {path}"
+        return pd.DataFrame([run for b in backups for run in read_backup(b)])
+    if path.suffix in (".md", ".txt"):  # a summary or a log: its text
         return pd.DataFrame({"text": [path.read_text(encoding="utf-8")]})
     if path == RESULTS / "nalm" / "results.csv":
         return nalm.judged(read_results(path))  # both rules, stopped_at_start
@@ -884,8 +900,8 @@ QUOTED = (
         ),
     ),
     Quoted(
-        "the rows with ε in the Fig. 3 table): every one of the {} seeds gets the "
-        "same verdict as with Keras' ε.",
+        "the ε = 10⁻⁸ row of ): every one of the {} seeds gets the same verdict as "
+        "with Keras' ε.",
         "fig3/results.csv",
         "model == 'nmu' and hidden_size == 4 and epsilon == 1e-8",
         _same_verdicts,
@@ -1370,6 +1386,207 @@ QUOTED += (
 )
 
 
+BACKENDS = "backends"
+
+
+def _speed_step(gpu: str, replicas: int) -> float:
+    """µs a `speed.py` step on `gpu` at `replicas` (its committed file)."""
+    record = json.loads((RESULTS / "gpu" / f"speed-{gpu}-r{replicas}.json").read_text())
+    (row,) = record["rows"]
+    return replicas / row["seed_iterations_per_second"] * 1e6
+
+
+def _chunk_step(rows) -> float:
+    """µs a step of one chunk's row: its wall time over its steps."""
+    assert rows["config_id"].nunique() == 1
+    return rows["wall_time"].max() / rows["iterations"].max() * 1e6
+
+
+def _h200_steps(rows):
+    one, hundred, thousand = (_speed_step("h200", r) for r in (1, 100, 1000))
+    chunk = _chunk_step(rows)
+    return (
+        f"{one:.0f}",
+        f"{hundred:.0f}",
+        f"{thousand:.0f}",
+        f"{hundred / one:.1f}",
+        f"{thousand / one:.1f}",
+        f"{chunk:.0f}",
+        f"{chunk / one:.1f}",
+    )
+
+
+def _reference_run(_):
+    import gpu_speed
+
+    (text,) = [e["text"] for e in gpu_speed.logs(RESULTS / "gpu").values()]
+    found = gpu_speed.REFERENCE.search(text)
+    iterations, seconds = int(found["iterations"]), float(found["seconds"])
+    return f"{iterations:,}", f"{iterations / seconds:.2f}"
+
+
+def _probe_rates(rows, *settings) -> tuple:
+    """Seed-steps/s of each of `settings` in a probe table's rows."""
+    rates = {r["setting"]: r["seed_steps_per_second"] for r in rows["settings"].iloc[0]}
+    return tuple(grouped(rates[name]) for name in settings)
+
+
+def _cpu_probe(rows):
+    rates = {r["setting"]: r["seed_steps_per_second"] for r in rows["settings"].iloc[0]}
+    return (
+        *_probe_rates(rows, "one-by-one", "threads", "processes"),
+        pct(rates["unroll"] / rates["one-by-one"] - 1),
+        *_probe_rates(rows, "unroll", "command-buffers", "packed", "all"),
+    )
+
+
+def _profile(rows, replicas: int, case: str) -> float:
+    return rows[f"profiles.{replicas}.{case}"].iloc[0]
+
+
+def _loop_and_batch(rows):
+    step, fixed = (_profile(rows, 1, c) for c in ("the step", "on a fixed batch"))
+    loop = _profile(rows, 1, "loop alone")
+    return f"{loop:.1f}", f"{step:.0f}", f"{step - fixed:.0f}", f"{fixed:.0f}"
+
+
+def _evaluation(rows):
+    per_step = _profile(rows, 1, "one evaluation, per step at 1 in 1,000")
+    share_100 = _profile(rows, 100, "one evaluation, per step at 1 in 1,000") / (
+        _profile(rows, 100, "the step")
+    )
+    return (
+        f"{_profile(rows, 1, 'one evaluation') / 1000:.1f}",
+        f"{per_step:.0f}",
+        pct(per_step / _profile(rows, 1, "the step")),
+        pct(share_100, 1),
+    )
+
+
+def _unrolled(rows):
+    return tuple(
+        pct(abs(_profile(rows, r, "unrolled ×8") / _profile(rows, r, "the step") - 1))
+        for r in (1, 100)
+    )
+
+
+def _packed(rows):
+    alone, packed = (
+        "Table 2's four recipes, one by one",
+        "Table 2's four recipes, packed",
+    )
+    return (
+        f"{_profile(rows, 1, packed):.0f}",
+        f"{_profile(rows, 1, alone):.0f}",
+        pct(_profile(rows, 100, packed) / _profile(rows, 100, alone) - 1),
+    )
+
+
+H200_NAC_MUL = (
+    "model == 'nac_mul' and max_iterations == 5e6 and device == 'NVIDIA H200'"
+)
+
+QUOTED += (
+    Quoted(
+        "one seed, {} iterations on , its start-up included: {} it/s in the H200's "
+        "first call);",
+        "gpu/h200-2026-11-27-log.txt",
+        "",
+        _reference_run,
+        page=BACKENDS,
+    ),
+    Quoted(
+        "On the H200, 's step took {} µs at one replica, {} µs at 100 and {} µs at "
+        "1,000: 100 replicas cost {} times one replica's step, 1,000 replicas {} "
+        "times. The NAC• × chunk of 100 replicas, evaluation and compiling "
+        "included, took {} µs a step, {} times 's one replica.",
+        "paper/results.csv",
+        H200_NAC_MUL,
+        _h200_steps,
+        page=BACKENDS,
+    ),
+    Quoted(
+        "on the H200 a step of 100 replicas cost only {} to {} times one "
+        "replica's, 1,000 replicas {} times (the table above).",
+        "paper/results.csv",
+        H200_NAC_MUL,
+        lambda r: (_h200_steps(r)[6], *_h200_steps(r)[3:5]),
+        page=BACKENDS,
+    ),
+    Quoted(
+        "(NALU ×, + and −, {} replicas at step {})",
+        "paper/results.csv.backup",
+        "",
+        lambda r: (str(len(r)), grouped(r["step"].max())),
+        page=BACKENDS,
+    ),
+    Quoted(
+        "shared with other jobs (load average {} before, {} after;",
+        "step-profile.json",
+        "",
+        lambda r: tuple(
+            f"{r[f'machine.load_average_{when}'].iloc[0][0]:.1f}"
+            for when in ("before", "after")
+        ),
+        page=BACKENDS,
+    ),
+    Quoted(
+        "XLA's loop itself costs {} µs an iteration. One replica's step is {} µs, "
+        "of which drawing its batch (the counter-based numbers, their placement "
+        "on the range, the targets) is {} µs: {} µs on a fixed batch.",
+        "step-profile.json",
+        "",
+        _loop_and_batch,
+        page=BACKENDS,
+    ),
+    Quoted(
+        "takes {} ms at R = 1: at one evaluation in 1,000 steps, {} µs a step, {} "
+        "of the step. At R = 100 it is {}.",
+        "step-profile.json",
+        "",
+        _evaluation,
+        page=BACKENDS,
+    ),
+    Quoted(
+        "Unrolling 8 steps gains {} at R = 1 and costs {} at R = 100,",
+        "step-profile.json",
+        "",
+        _unrolled,
+        page=BACKENDS,
+    ),
+    Quoted(
+        "R = 1 ({} µs against {} µs) and {} longer at R = 100:",
+        "step-profile.json",
+        "",
+        _packed,
+        page=BACKENDS,
+    ),
+    Quoted(
+        "One chunk at a time trains these chunks of 10 to 30 replicas at {} "
+        "seed-steps/s (compiling left out) on one of the two cores; two chunks "
+        "side by side, in threads or in processes, use both ({} and {}); "
+        "unrolling 8 steps gains {} ({}); XLA's command-buffer flags change "
+        "nothing on a CPU ({}, inside this machine's noise); packing the six "
+        "chunks into one program trains at {}, slower than one at a time, and so "
+        "does everything together ({}).",
+        "filling-cpu/probe.json",
+        "",
+        _cpu_probe,
+        page=BACKENDS,
+    ),
+    Quoted(
+        "gave {} one at a time, {} in threads, {} in processes, {} packed and {} "
+        "unrolled:",
+        "filling-cpu-loaded/probe.json",
+        "",
+        lambda r: _probe_rates(
+            r, "one-by-one", "threads", "processes", "packed", "unroll"
+        ),
+        page=BACKENDS,
+    ),
+)
+
+
 @dataclasses.dataclass(frozen=True)
 class Paper:
     """Published numbers the page's text quotes (`benchmarks/published.py`)."""
@@ -1460,6 +1677,12 @@ SETTINGS = {
         "7.5·10⁴": "the NALM's 10-input ramp end",
         "10⁻⁴": "the ε of the simulated single-module threshold",
     },
+    "backends": {
+        "25 s": "the probe's slice at most (PROBE_SLICE)",
+        "10,000": "the speed table's largest replica count",
+        "16 MB": "the most a file coming back from a lent machine may hold",
+        "15 MB": "the most a tar file of the probe holds (gpu_probe.TAR_LIMIT)",
+    },
 }
 """Numbers of a page's commands and settings, not measured: allowed on it."""
 
@@ -1489,7 +1712,15 @@ def normalized(text: str) -> str:
 
 
 def page(name: str = "results") -> str:
-    return (pages_root() / PAGES[name]).read_text(encoding="utf-8")
+    text = (pages_root() / PAGES[name]).read_text(encoding="utf-8")
+    if name not in PARTS:
+        return text
+    lines, parts = text.splitlines(), []
+    for first, last in PARTS[name]:
+        (start,) = [i for i, line in enumerate(lines) if line.startswith(first)]
+        (end,) = [i for i, line in enumerate(lines) if line.startswith(last)]
+        parts.append("\n".join(lines[start:end]))
+    return "\n\n".join(parts)
 
 
 def outside_code(text: str) -> str:

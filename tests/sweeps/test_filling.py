@@ -305,3 +305,19 @@ def _exit_at_once(*args, **kwargs):
     import os
 
     os._exit(3)
+
+
+def test_a_gpu_packs_only_what_the_probe_measured_there(monkeypatch):
+    """No pack by default on a device kind without a committed probe table."""
+    import jax
+
+    from keras_nalu.sweeps import local
+
+    class H200:
+        platform, device_kind = "gpu", "NVIDIA H200"
+
+    monkeypatch.setattr(jax, "devices", lambda *backend: [H200()])
+    assert local.default_pack_replicas() == 0
+    monkeypatch.setattr(local, "MEASURED_PACK_REPLICAS", {"NVIDIA H200": 500})
+    assert local.default_pack_replicas() == 500
+    assert local.FillingOptions().prepared(ray_address=None).pack_replicas == 500

@@ -155,3 +155,35 @@ def test_chunks_per_device_lists_each_device_that_many_times(monkeypatch):
     filling = local.FillingOptions(chunks_per_device=3, pack_replicas=0)
     local.train_locally(["a", "b"], None, None, filling=filling)
     assert seen == [jax.devices()[:1] * 3]
+
+
+def test_a_resumed_sweeps_bar_counts_only_the_steps_trained_here_as_speed(
+    tmp_path, monkeypatch
+):
+    """The steps a chunk's backup starts from move the bar, not its rate."""
+    import tqdm.auto
+
+    path = tmp_path / "results.csv"
+    run_sweep([CONFIG], "0-1", path, 2, progress=False, time_limit=0)
+    (backup,) = _backups(path)
+    assert load_backup_state(backup)[0]["step"] == 100  # of 300
+    bars, updates = [], []
+
+    class Recorded(tqdm.auto.tqdm):
+        def update(self, n=1):
+            updates.append(n)  # what tqdm's smoothed rate is made of
+            return super().update(n)
+
+        def close(self):
+            if not self.disable:  # the first close
+                bars.append(self.format_dict)
+            super().close()
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", Recorded)
+    resumed = run_sweep([CONFIG], "0-1", path, 2)
+    assert resumed.complete
+    (bar,) = bars
+    assert bar["n"] == bar["total"] == 2 * 300  # the whole chunk is done
+    trained_here = 2 * (300 - 100)
+    assert bar["n"] - bar["initial"] == trained_here  # tqdm's average rate
+    assert sum(updates) == trained_here

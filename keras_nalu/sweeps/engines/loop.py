@@ -170,7 +170,8 @@ class RunLoop:
                 dynamic_ncols=True,
             )
         elif callable(progress) and run.step:
-            progress(run.step)
+            # the steps a restored run starts from: trained before, not now
+            getattr(progress, "resumed", progress)(run.step)
         self.started = self.last_backup = time.perf_counter()
         self.closed = False
 

@@ -5,10 +5,11 @@ models or other training (other variable shapes, other functions) cannot
 share that vectorized model. `train_packed` trains several such runs in one
 `jax.jit` program instead: one `jax.lax.scan` over the steps whose every
 iteration takes one step of each run, each run with its own carry (weights,
-optimizer, state, flags), its own batches and its own λ(t). On a GPU a step
-costs a roughly fixed time whatever a small run holds (the launch of the
-step's kernels and the loop's condition), and the runs packed together pay
-it once.
+optimizer, state, flags), its own batches and its own λ(t). On a GPU much
+of a small run's step is a cost per step, not per replica (the launch of
+the step's kernels, the loop's condition: on one H200 a step of 100
+replicas cost 2.6 times one replica's, `benchmarks/results/gpu/summary.md`),
+and the runs packed together share it.
 
 Each run stays exactly what it is trained alone: its step reads only its own
 carry, and every run keeps its own evaluations, early stops, divergence,

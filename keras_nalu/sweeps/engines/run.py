@@ -289,7 +289,9 @@ class ReplicaRun(ReplicaVariables):
         Args:
             progress: True for a tqdm bar over the steps, False for none, or a
                 callable that receives the number of steps just done (a
-                restored run first reports the steps it starts from).
+                restored run first reports the steps it starts from, to the
+                callable's `resumed` method if it has one, so that a rate
+                counts only the steps trained).
             backup: a file that `save_backup` writes after an evaluation once
                 `backup_every` seconds have passed since the last one, so a
                 killed run loses at most that much training.
