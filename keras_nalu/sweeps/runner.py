@@ -181,7 +181,8 @@ def run_sweep(
             spawned: a script that asks for them runs its sweep under
             `if __name__ == "__main__":`.
         unroll: steps per iteration of the compiled loop over a block of
-            steps (JAX engine, `ReplicaRun`); the rows are the same.
+            steps (JAX engine, `ReplicaRun`), 1 to 64; the rows are the
+            same.
         command_buffers: run the whole loop over steps as one GPU command
             buffer (CUDA graph), through XLA's flags (`XLA_FLAGS`, see
             `keras_nalu.sweeps.engines.device.use_command_buffers`); they

@@ -154,3 +154,29 @@ def test_chunks_per_device_lists_each_device_that_many_times(monkeypatch):
     filling = local.FillingOptions(chunks_per_device=3, pack_replicas=0)
     local.train_locally(["a", "b"], None, None, filling=filling)
     assert seen == [jax.devices()[:1] * 3]
+
+
+def test_chunks_stopped_together_are_each_named_once():
+    # Threads, a pack or processes: every chunk in training stops, each at
+    # its next evaluation; the one message names each and its backup.
+    from keras_nalu.sweeps.engines.loop import stop_with, stopped_together
+
+    ctrl_c = stop_with(
+        KeyboardInterrupt,
+        "nau-add ×2 seeds stopped at step 100 of 1,000, backed up to a.npz",
+        again=True,
+    )
+    late = stop_with(
+        TimeLimitReached,
+        "nmu-mul ×2 seeds stopped at its time limit at step 200 of 1000; backup: b.npz",
+        again=False,
+    )
+    assert stopped_together([ctrl_c]) is ctrl_c
+    together = stopped_together([late, ctrl_c])
+    assert isinstance(together, KeyboardInterrupt)  # Ctrl-C first
+    assert str(together) == (
+        "nmu-mul ×2 seeds stopped at its time limit at step 200 of 1000; backup: "
+        "b.npz; nau-add ×2 seeds stopped at step 100 of 1,000, backed up to a.npz: "
+        "run it again to continue"
+    )
+    assert isinstance(stopped_together([late, late]), TimeLimitReached)
