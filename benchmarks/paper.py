@@ -331,8 +331,8 @@ def plan_text(
     if pack_replicas:
         lines.insert(
             -1,
-            f"packed up to {pack_replicas} replicas: {chunks} chunks in {programs} "
-            "compiled programs",
+            f"packed up to {pack_replicas} replicas: {_counted(chunks, 'chunk')} in "
+            f"{_counted(programs, 'compiled program')}",
         )
     if step_rate:
         parallel = max(chunks_per_device, 1)
@@ -629,6 +629,11 @@ def _text(value) -> str:
 
 def _number(value) -> str:
     return "—" if value is None or pd.isna(value) else f"{value:.2g}"
+
+
+def _counted(count: int, name: str) -> str:
+    """`1 chunk`, `2 chunks`."""
+    return f"{count} {name}" + ("" if count == 1 else "s")
 
 
 def _count_cell(count, n) -> str:

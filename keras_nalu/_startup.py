@@ -3,14 +3,23 @@
 `keras_backend` answers which backend Keras will load, `running_cli` whether
 this process is the `keras-nalu` command, and `silenced_stderr` hides what
 C++ libraries write to file descriptor 2 for the length of a block. Only the
-command's entry point (`keras_nalu.cli.startup`) and the sweeps' Ray
-connection use the last; `import keras_nalu` never does.
+command's entry point (`keras_nalu.cli.startup`), the sweeps' Ray
+connection and `quiet_tensorflow_startup` use the last; `import keras_nalu`
+does only in a process a sweep spawned (`SPAWNED`).
 """
 
 import contextlib
 import json
 import os
 import sys
+
+from keras_nalu._optional import installed
+
+SPAWNED = "KERAS_NALU_SPAWNED"
+"""The environment variable of the processes a sweep spawns
+(`processes_per_device`): there, `import keras_nalu` first imports
+TensorFlow quietly (`quiet_tensorflow_startup`), as the command does, so
+that each process does not repeat TensorFlow's start-up lines."""
 
 
 def keras_backend() -> str:
@@ -89,3 +98,33 @@ def silenced_stderr():
         os.dup2(saved, stderr_fd)
         os.close(saved)
         os.close(devnull)
+
+
+def spawned() -> bool:
+    """Whether a sweep spawned this process (`SPAWNED` in its environment)."""
+    return bool(os.environ.get(SPAWNED))
+
+
+def quiet_tensorflow_startup() -> None:
+    """Imports TensorFlow with stderr silenced, where Keras will run on it.
+
+    TensorFlow's C++ start-up lines (oneDNN, "Could not find cuda drivers",
+    cuInit, CPU features) come before its logging is configured, so
+    `TF_CPP_MIN_LOG_LEVEL` does not hide them. Nothing is silenced where
+    `KERAS_NALU_TF_LOGS` is set; errors are raised, and printed, as usual.
+    For the `keras-nalu` command (`keras_nalu.cli.startup`) and the
+    processes a sweep spawns (`SPAWNED`).
+    """
+    if os.environ.get("KERAS_NALU_TF_LOGS") or "tensorflow" in sys.modules:
+        return
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if keras_backend() != "tensorflow" or not installed("tensorflow"):
+        return
+    try:
+        sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # nothing to silence
+        return
+    with silenced_stderr():
+        import tensorflow as tf
+
+        tf.config.list_logical_devices()

@@ -28,7 +28,7 @@ from keras_nalu._backend_check import (
     tensorflow_default_missing,
 )
 from keras_nalu._optional import installed
-from keras_nalu._startup import keras_backend, silenced_stderr
+from keras_nalu._startup import quiet_tensorflow_startup
 
 
 def start_up() -> int | None:
@@ -70,20 +70,3 @@ def choose_backend() -> str | None:
         return NO_BACKEND
     os.environ["KERAS_BACKEND"] = "jax"
     return None
-
-
-def quiet_tensorflow_startup() -> None:
-    """Imports TensorFlow with stderr silenced, where the command will use it."""
-    if os.environ.get("KERAS_NALU_TF_LOGS") or "tensorflow" in sys.modules:
-        return
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    if keras_backend() != "tensorflow" or not installed("tensorflow"):
-        return
-    try:
-        sys.stderr.fileno()
-    except (AttributeError, OSError, ValueError):  # nothing to silence
-        return
-    with silenced_stderr():
-        import tensorflow as tf
-
-        tf.config.list_logical_devices()

@@ -128,7 +128,7 @@ def run(args) -> int:
     grid = _grid(args)
     _check_outputs(args)
     try:
-        with overlap_warnings_silenced(), _sweep_messages():
+        with overlap_warnings_silenced(), _sweep_messages(), _ctrl_c(args):
             outcome = run_sweep(
                 grid,
                 args.seeds,
@@ -194,11 +194,13 @@ def _print_outcome(outcome) -> None:
     from keras_nalu.reports.tables import summary_markdown
 
     if not outcome.complete:
-        where = (
-            f"the chunk in training backed up to {outcome.backups[0]}"
-            if outcome.backups
-            else "between two runs, none cut short (no backup was needed)"
-        )
+        backups = ", ".join(map(str, outcome.backups))
+        where = "between two runs, none cut short (no backup was needed)"
+        if len(outcome.backups) == 1:
+            where = f"the chunk in training backed up to {backups}"
+        elif outcome.backups:
+            count = len(outcome.backups)
+            where = f"the {count} chunks in training backed up to {backups}"
         print(
             f"keras-nalu sweep: stopped at --time-limit with runs left, {where}; "
             "run the same command again to continue",
@@ -216,6 +218,25 @@ def _print_outcome(outcome) -> None:
         f"results: {outcome.path} ({len(outcome.results)} rows of this sweep: "
         f"{outcome.new_rows} new, {outcome.skipped} already there)",
         file=sys.stderr,
+    )
+
+
+def _ctrl_c(args):
+    """A sweep trained here: a second Ctrl-C ends the command at once, in one line.
+
+    The first backs up the chunks in training at their next evaluation
+    (`stop_at_interrupt`); a second ends the process whatever it does
+    (compiling, training in threads), which no exception could. On Ray,
+    the driver stops its tasks itself (`run_on_ray`).
+    """
+    from keras_nalu.sweeps.engines import stop_at_interrupt
+
+    if args.ray_address is not None:
+        return contextlib.nullcontext()
+    return stop_at_interrupt(
+        end_process="keras-nalu sweep: interrupted at once by a second Ctrl-C: the "
+        "chunks in training lose what they trained since their last backup; run "
+        "it again to continue from there"
     )
 
 

@@ -26,6 +26,7 @@ from keras_nalu.sweeps.engines.loop import (
     TimeLimitReached,
     TrainingLimits,
     stop_requested,
+    stop_with,
 )
 from keras_nalu.sweeps.engines.setup import recipe, vectorizable
 from keras_nalu.sweeps.results import config_id, record_row
@@ -412,15 +413,19 @@ def _train_one_by_one(config, seeds, progress, limits, records) -> None:
     for index, seed in enumerate(seeds):
         trained = f"{index} of {len(seeds)} seeds trained"
         if stop_requested():
-            raise KeyboardInterrupt(
+            raise stop_with(
+                KeyboardInterrupt,
                 f"{config.model}-{config.operation} stopped between two seeds, "
-                f"{trained}: run it again to continue"
+                f"{trained}",
+                again=True,
             )
         if index and limits.out_of_time():
-            raise TimeLimitReached(
+            raise stop_with(
+                TimeLimitReached,
                 f"{config.model}-{config.operation} stopped at its time limit "
                 f"between two seeds, {trained} (this preset trains one seed at "
-                "a time, without backups)"
+                "a time, without backups)",
+                again=False,
             )
         keras.backend.clear_session()
         stop = _StopAtInterrupt()
@@ -430,11 +435,13 @@ def _train_one_by_one(config, seeds, progress, limits, records) -> None:
             callbacks=[stop],
         )
         if stop.step is not None:
-            raise KeyboardInterrupt(
+            raise stop_with(
+                KeyboardInterrupt,
                 f"{config.model}-{config.operation} seed {seed} stopped at step "
                 f"{stop.step:,} of {total_steps(config):,}, {trained}; it starts "
                 "over on the next run (this preset trains one seed at a time, "
-                "without backups): run it again to continue"
+                "without backups)",
+                again=True,
             )
         records.append(
             {

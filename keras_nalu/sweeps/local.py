@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import inspect
 import logging
 import os
 import time
@@ -40,6 +41,28 @@ from keras_nalu.sweeps.engines import (
     TrainingLimits,
     stop_at_interrupt,
 )
+from keras_nalu.sweeps.engines.loop import stopped_together
+from keras_nalu.sweeps.engines.run import MAX_UNROLL
+
+JAX_ONLY = ("chunks_per_device", "pack_replicas", "unroll")
+"""The ways to fill a device that only the JAX engine has (`FillingOptions`):
+another engine refuses them, and their flags' help says "JAX engine"."""
+
+# What each way takes to ask for nothing (None: the default, decided later).
+_ASKS_NOTHING = {
+    "chunks_per_device": 1,
+    "pack_replicas": 0,
+    "processes_per_device": 1,
+    "unroll": 1,
+}
+
+SECOND_CTRL_C = (
+    "run_sweep: stopped at once by a second Ctrl-C; the chunks in training lose "
+    "what they trained since their last backup"
+)
+"""What a sweep trained here prints as a second Ctrl-C ends its process
+(`stop_at_interrupt`): a `KeyboardInterrupt` could not stop the threads
+that train, nor XLA compiling."""
 
 MEASURED_PACK_REPLICAS: dict[str, int] = {}
 """The replicas a pack holds by default on each device kind (`device_name`).
@@ -116,7 +139,7 @@ class FillingOptions:
             set. They are spawned: a script that asks for them runs its
             sweep under `if __name__ == "__main__":`.
         unroll: steps per iteration of the compiled loop over a block of
-            steps (JAX engine, `ReplicaRun`).
+            steps (JAX engine, `ReplicaRun`), 1 to `MAX_UNROLL`.
         command_buffers: run the whole loop over steps as one GPU command
             buffer (CUDA graph), through XLA's flags (`XLA_FLAGS`, see
             `keras_nalu.sweeps.engines.device.use_command_buffers`); they
@@ -146,8 +169,9 @@ class FillingOptions:
 
         Raises:
             ValueError: a count out of range, threads and processes
-                together, a way of a sweep trained here asked of Ray, or
-                `unroll` on an engine without a loop to unroll.
+                together, a way of a sweep trained here asked of Ray, a way
+                of the JAX engine (`JAX_ONLY`) asked of another, or a script
+                that asks for processes and runs again in each of them.
         """
         if self.command_buffers:  # first: XLA reads them when JAX starts
             from keras_nalu.sweeps.engines.device import use_command_buffers
@@ -158,6 +182,7 @@ class FillingOptions:
         if self.pack_replicas is not None:
             check_non_negative_int("run_sweep", "pack_replicas", self.pack_replicas)
         check_positive_int("run_sweep", "chunks_per_device", self.chunks_per_device)
+        check_positive_int("run_sweep", "unroll", self.unroll)
         if ray_address is not None:
             self._check_ray()
         if processes != 1 and self.chunks_per_device != 1:
@@ -169,23 +194,32 @@ class FillingOptions:
             )
         from keras_nalu.sweeps.engines import engine_class
 
+        self._check_engine(engine_class())
         engine_class().check_unroll(self.unroll)
         if processes != 1:
+            _refuse_a_script_run_again()
             _no_memory_up_front()
         pack_replicas = self.pack_replicas
         if pack_replicas is None:
             pack_replicas = default_pack_replicas() if ray_address is None else 0
         return dataclasses.replace(self, pack_replicas=pack_replicas)
 
+    def _asked(self, names) -> str:
+        """The options of `names` that ask for something, as `name=value`."""
+        return ", ".join(
+            f"{name}={getattr(self, name)!r}"
+            for name in names
+            if getattr(self, name) not in (None, _ASKS_NOTHING[name])
+        )
+
     def _check_ray(self) -> None:
         """Refuses the ways that only a sweep trained here has."""
-        if self.pack_replicas or self.processes_per_device != 1 or self.unroll != 1:
+        asked = self._asked(("pack_replicas", "processes_per_device", "unroll"))
+        if asked:
             raise ValueError(
-                "On Ray, each chunk is a task of its own: pack_replicas, "
-                "processes_per_device and unroll are for sweeps trained here. "
-                f"Received: pack_replicas={self.pack_replicas!r}, "
-                f"processes_per_device={self.processes_per_device!r}, "
-                f"unroll={self.unroll!r}"
+                "On Ray, each chunk is a task of its own, trained alone: packs, "
+                "processes and unrolled loops are ways of a sweep trained here. "
+                f"Received: {asked}"
             )
         if self.chunks_per_device != 1:
             raise ValueError(
@@ -193,6 +227,37 @@ class FillingOptions:
                 "chunks a GPU), not chunks_per_device. Received: "
                 f"chunks_per_device={self.chunks_per_device!r}"
             )
+
+    def _check_engine(self, engine) -> None:
+        """Refuses the ways of the JAX engine (`JAX_ONLY`) on another engine."""
+        asked = self._asked(JAX_ONLY)
+        if asked and not engine.supports_packing:
+            raise ValueError(
+                f"The {engine.engine} engine trains one chunk at a time, alone: "
+                "chunks side by side in threads, packs and unrolled loops need "
+                f"the JAX engine (KERAS_BACKEND=jax). Received: {asked}"
+            )
+
+
+def _refuse_a_script_run_again() -> None:
+    """Refuses a sweep that a process of `processes_per_device` starts again.
+
+    The processes are spawned: each imports the script that started the
+    sweep again, as the module `__mp_main__`. A script whose sweep runs
+    outside `if __name__ == "__main__":` would start it again in each.
+    """
+    frame = inspect.currentframe()
+    while frame is not None:
+        module = frame.f_globals.get("__name__")
+        if frame.f_code.co_name == "<module>" and module == "__mp_main__":
+            script = frame.f_globals.get("__file__", "the script")
+            raise RuntimeError(
+                f"{script} runs a sweep with processes_per_device outside "
+                '`if __name__ == "__main__":`: each of the processes it spawns '
+                "imports the script again and would start the sweep again. Put "
+                'the sweep under `if __name__ == "__main__":`.'
+            )
+        frame = frame.f_back
 
 
 def _no_memory_up_front() -> None:
@@ -216,41 +281,29 @@ def add_filling_flags(parser) -> None:
     `keras-nalu sweep` and `benchmarks/paper.py` take them;
     `filling_options(args)` reads them back as a `FillingOptions`.
     """
-    parser.add_argument(
-        "--chunks-per-device",
-        type=int,
-        default=1,
-        metavar="N",
-        help="JAX engine: chunks trained side by side on each device, for chunks "
-        "too small to fill an accelerator (on Ray: --gpus-per-chunk; default 1)",
-    )
-    parser.add_argument(
-        "--pack-replicas",
-        type=int,
-        default=None,
-        metavar="N",
-        help="JAX engine: train consecutive chunks of different models side by "
+    helps = {
+        "chunks_per_device": "chunks trained side by side on each device, for "
+        "chunks too small to fill an accelerator (on Ray: --gpus-per-chunk; "
+        "default 1)",
+        "pack_replicas": "train consecutive chunks of different models side by "
         "side in one compiled program, up to N replicas together; each chunk "
         "gives the rows it gives alone (default: the pack size the probe's "
         "committed table measured faster on this device kind, else 0 = none)",
-    )
-    parser.add_argument(
-        "--processes-per-device",
-        type=int,
-        default=1,
-        metavar="N",
-        help="train N chunks side by side in processes of their own, taking GPU "
-        "memory as they need it (or XLA_PYTHON_CLIENT_MEM_FRACTION each, if set; "
-        "default 1)",
-    )
-    parser.add_argument(
-        "--unroll",
-        type=int,
-        default=1,
-        metavar="STEPS",
-        help="JAX engine: training steps per iteration of the compiled loop; "
-        "the rows are the same (default 1)",
-    )
+        "processes_per_device": "train N chunks side by side in processes of "
+        "their own, taking GPU memory as they need it (or "
+        "XLA_PYTHON_CLIENT_MEM_FRACTION each, if set; default 1)",
+        "unroll": "training steps per iteration of the compiled loop, 1 to "
+        f"{MAX_UNROLL} (the compile time grows with them); the rows are the same "
+        "(default 1)",
+    }
+    for name, text in helps.items():
+        parser.add_argument(
+            "--" + name.replace("_", "-"),
+            type=int,
+            default=None if name == "pack_replicas" else 1,
+            metavar="STEPS" if name == "unroll" else "N",
+            help=f"JAX engine: {text}" if name in JAX_ONLY else text,
+        )
     parser.add_argument(
         "--xla-command-buffers",
         action="store_true",
@@ -326,27 +379,22 @@ def train_locally(
     """
     import keras
 
-    from keras_nalu.sweeps.engines import engine_class
-
     limits = TrainingLimits() if limits is None else limits
     filling = FillingOptions(pack_replicas=0) if filling is None else filling
-    if (
-        filling.pack_replicas
-        and chunk_seconds is None
-        and engine_class().supports_packing
-    ):
+    if filling.pack_replicas and chunk_seconds is None:
         chunks = pack_chunks(chunks, filling.pack_replicas)
     common = (on_rows, on_steps, limits, chunk_seconds, filling.unroll)
+    # Ctrl-C: every chunk in training backs up at its next evaluation, then
+    # KeyboardInterrupt; a second one ends the process, whatever it does.
+    interrupts = stop_at_interrupt(end_process=SECOND_CTRL_C)
     if filling.processes_per_device > 1 and len(chunks) > 1:
         from keras_nalu.sweeps.processes import train_in_processes
 
-        with stop_at_interrupt():
+        with interrupts:
             train_in_processes(chunks, filling.processes_per_device, *common)
         return
     with contextlib.ExitStack() as stack:
-        # Ctrl-C: every chunk in training backs up at its next evaluation,
-        # then KeyboardInterrupt.
-        stack.enter_context(stop_at_interrupt())
+        stack.enter_context(interrupts)
         if keras.backend.backend() == "tensorflow":
             import tensorflow as tf
 
@@ -356,7 +404,7 @@ def train_locally(
             stack.callback(logger.setLevel, logger.level)
             logger.setLevel("ERROR")
         devices = local_devices()
-        if filling.chunks_per_device > 1 and keras.backend.backend() == "jax":
+        if filling.chunks_per_device > 1:  # JAX_ONLY: the JAX engine
             import jax
 
             devices = (devices or jax.devices()[:1]) * filling.chunks_per_device
@@ -500,21 +548,21 @@ def _train_on_devices(
     ]
     for thread in threads:
         thread.start()
-    running, stopped = len(threads), None
+    running, stopped = len(threads), []
     while running:
         outcome = done.get()
         if outcome is finished:
             running -= 1
         elif isinstance(outcome, TimeLimitReached | KeyboardInterrupt):
             keep_finished_runs(outcome, on_rows)
-            stopped = stopped or outcome  # the others stop at their next backup
+            stopped.append(outcome)  # the others stop at their next backup
         elif isinstance(outcome, BaseException):
             raise outcome
         else:
             on_rows(outcome)
     for thread in threads:
         thread.join()
-    if stopped is None and not todo.empty():
-        stopped = TimeLimitReached("the sweep stopped at its time limit")
-    if stopped is not None:
-        raise stopped
+    if not stopped and not todo.empty():
+        stopped = [TimeLimitReached("the sweep stopped at its time limit")]
+    if stopped:
+        raise stopped_together(stopped)

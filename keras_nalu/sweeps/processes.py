@@ -14,8 +14,9 @@ import os
 import queue
 import traceback
 
+from keras_nalu._startup import SPAWNED
 from keras_nalu.sweeps.engines import TimeLimitReached, stop_requested
-from keras_nalu.sweeps.engines.loop import request_stop
+from keras_nalu.sweeps.engines.loop import request_stop, stop_with, stopped_together
 from keras_nalu.sweeps.local import (
     fits,
     local_devices,
@@ -58,12 +59,13 @@ def train_in_processes(
             },
             daemon=True,
         )
-        worker.start()
+        with _spawning():
+            worker.start()
         workers.append((worker, tasks))
     todo = list(units)
     trained = [0] * len(workers)
     running = set(range(len(workers)))
-    stopped = None
+    started, stopped = set(), []
     try:
         while running:
             if stop_requested():
@@ -71,10 +73,13 @@ def train_in_processes(
             try:
                 message = messages.get(timeout=1.0)
             except queue.Empty:
-                stopped = _check_alive(workers, running, stopped)
+                message = None
+            if message is None:
+                _check_alive(workers, running, started, stopped)
                 continue
             kind, index, *rest = message
             if kind == "ready":
+                started.add(index)
                 unit = None
                 if todo and not stop.is_set():
                     late = trained[index] and limits.out_of_time()
@@ -91,9 +96,9 @@ def train_in_processes(
 
                 jax.monitoring.record_event_duration_secs(*rest)
             elif kind == "stopped":
-                name, text = rest
+                name, where, again = rest
                 error = TimeLimitReached if name == "TimeLimitReached" else None
-                stopped = stopped or (error or KeyboardInterrupt)(text)
+                stopped.append(stop_with(error or KeyboardInterrupt, where, again))
             elif kind == "error":
                 raise _rebuilt(*rest)
             elif kind == "exit":
@@ -103,28 +108,60 @@ def train_in_processes(
             if index in running:  # this process failed: the others stop now
                 worker.terminate()
             worker.join()
-    if stopped is None and todo:
-        stopped = TimeLimitReached(
-            f"the sweep stopped at its time limit with {len(todo)} chunks left"
-        )
-    if stopped is not None:
-        raise stopped
+    if not stopped and todo:
+        stopped = [
+            TimeLimitReached(
+                f"the sweep stopped at its time limit with {len(todo)} chunks left"
+            )
+        ]
+    if stopped:
+        raise stopped_together(stopped)
 
 
-def _check_alive(workers, running, stopped):
-    """Drops the processes that ended without a word (killed); the stop, if any."""
+@contextlib.contextmanager
+def _spawning():
+    """The processes started within it know a sweep spawned them (`SPAWNED`).
+
+    Their `import keras_nalu` then starts TensorFlow quietly: each process
+    does not repeat its start-up lines (cuInit, CPU features, ...).
+    """
+    before = os.environ.get(SPAWNED)
+    os.environ[SPAWNED] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[SPAWNED]
+        else:
+            os.environ[SPAWNED] = before
+
+
+def _check_alive(workers, running, started, stopped) -> None:
+    """Drops the processes that ended without a word (killed), adding a stop.
+
+    Raises:
+        RuntimeError: a process ended before it was ready to train (its
+            error is above it: a script that runs its sweep again in each
+            process, say), or ended while training without a Ctrl-C.
+    """
     for index in sorted(running):
         worker = workers[index][0]
         if worker.is_alive():
             continue
         running.discard(index)
+        if index not in started:
+            raise RuntimeError(
+                f"a sweep process ended with exit code {worker.exitcode} as it "
+                "started, before training (its error is above; a script must run "
+                'its sweep under `if __name__ == "__main__":`, since each process '
+                "imports the script again)"
+            )
         if not stop_requested():
             raise RuntimeError(
                 f"a sweep process ended with exit code {worker.exitcode} before "
                 "its chunks did; run the sweep again to continue from the backups"
             )
-        stopped = stopped or KeyboardInterrupt("the sweep's processes stopped")
-    return stopped
+        stopped.append(KeyboardInterrupt("the sweep's processes stopped"))
 
 
 def _rebuilt(name: str, text: str, details: str) -> Exception:
@@ -179,7 +216,9 @@ def _process_worker(index, device_index, environment, tasks, **options):
                 )
                 messages.put(("ready", index))
     except (TimeLimitReached, KeyboardInterrupt) as error:
-        messages.put(("stopped", index, type(error).__name__, str(error)))
+        where = getattr(error, "where", str(error))
+        again = getattr(error, "again", False)
+        messages.put(("stopped", index, type(error).__name__, where, again))
     except BaseException as error:  # handed to the sweep's process
         messages.put(
             ("error", index, type(error).__name__, str(error), traceback.format_exc())

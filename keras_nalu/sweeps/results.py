@@ -1,10 +1,11 @@
 """The results file of a sweep: its columns, its rows, and safe writes.
 
 One row per (configuration, seed): every config field plus the run's
-`run_experiment`-style record, and the configuration's `config_id`. The
-table is written whole to a temporary file, synced and renamed over the old
-one (`write_results`), so the file on disk is always a complete table and
-killing a sweep at any moment never leaves half a row or a duplicate.
+`run_experiment`-style record, and the configuration's `config_id`. Rows
+are added by writing the file whole to a temporary file, synced and renamed
+over the old one (`append_results`), so the file on disk is always a
+complete table and killing a sweep at any moment never leaves half a row or
+a duplicate; the rows already written stay byte for byte.
 `results_lock` keeps two sweeps from writing one file. A file that is not
 such a table is refused with an error and never written to.
 """
@@ -12,15 +13,18 @@ such a table is refused with an error and never written to.
 from __future__ import annotations
 
 import contextlib
+import csv
 import dataclasses
 import fcntl
 import hashlib
+import io
 import json
 import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from keras_nalu._files import atomic_write
@@ -207,10 +211,66 @@ def read_results(path: str | os.PathLike) -> pd.DataFrame:
     return table
 
 
-def write_results(table: pd.DataFrame, path: Path) -> None:
-    """Replaces the results file at `path` with `table`, never half-written."""
+def append_results(rows: list[dict], path: Path) -> None:
+    """Adds `rows` to the results file at `path`, never half-written.
+
+    The file is written whole to a temporary file and renamed over the old
+    one (`atomic_write`). The rows already in it stay as they are, byte for
+    byte; a file of an older layout gains the newer columns once, with the
+    values its rows stand for (`LATER_FIELDS`, `LATER_RECORD_FIELDS`), each
+    cell it had kept as written. A new row's cells do not depend on the
+    other rows (`results_cell`).
+    """
+    text, columns = _current_layout(path)
+    new = io.StringIO()
+    writer = csv.writer(new, lineterminator="\n")
+    for row in rows:
+        writer.writerow([results_cell(row.get(column)) for column in columns])
     with atomic_write(path, encoding="utf-8", newline="") as handle:
-        table.to_csv(handle, index=False)
+        handle.write(text + new.getvalue())
+
+
+def results_cell(value) -> str:
+    """A value's text in a results file, whatever the other rows hold.
+
+    An integer is written as one (a step: `11000`), a float as Python writes
+    it (`0.001`, `inf`), a missing value (None or NaN) as an empty cell, a
+    bool as `True`/`False`: a column that holds empty cells and integers
+    keeps its integers, where pandas would turn the whole column into floats
+    (`11000.0`) for the sake of one empty cell. Files written before hold
+    such floats; they are read as the same numbers.
+    """
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return str(value)
+
+
+def _current_layout(path: Path) -> tuple[str, list[str]]:
+    """The results file's text in the current layout (a header if there is
+    none), and its columns: `RESULT_COLUMNS`, then any others it has."""
+    header = list(RESULT_COLUMNS)
+    if not path.exists():
+        return ",".join(header) + "\n", header
+    with open(path, encoding="utf-8", newline="") as handle:
+        text = handle.read()
+    if not text.endswith(("\n", "\r")):  # a header alone, without its line break
+        text += "\n"
+    rows = [row for row in csv.reader(io.StringIO(text, newline="")) if row]
+    if not set(header) - set(rows[0]):
+        return text, rows[0]
+    older = {**LATER_FIELDS, **LATER_RECORD_FIELDS}
+    columns = header + [name for name in rows[0] if name not in header]
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows[1:]:
+        cells = dict(zip(rows[0], row, strict=True))
+        writer.writerow(
+            [cells.get(name, results_cell(older.get(name))) for name in columns]
+        )
+    return out.getvalue(), columns
 
 
 @contextlib.contextmanager
@@ -277,6 +337,7 @@ def _remove_empty(folders: list[Path]) -> None:
 
 __all__ = [
     "CONFIG_COLUMNS",
+    "append_results",
     "CONFIG_FIELDS",
     "LATER_RECORD_FIELDS",
     "RECORD_FIELDS",
@@ -286,6 +347,6 @@ __all__ = [
     "config_of_row",
     "read_results",
     "record_row",
+    "results_cell",
     "results_lock",
-    "write_results",
 ]

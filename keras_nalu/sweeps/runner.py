@@ -66,11 +66,11 @@ from keras_nalu.sweeps.local import FillingOptions, train_locally
 from keras_nalu.sweeps.results import (
     CONFIG_FIELDS,
     RESULT_COLUMNS,
+    append_results,
     check_results_path,
     config_id,
     read_results,
     results_lock,
-    write_results,
 )
 
 logger = logging.getLogger(__name__)
@@ -181,7 +181,8 @@ def run_sweep(
             spawned: a script that asks for them runs its sweep under
             `if __name__ == "__main__":`.
         unroll: steps per iteration of the compiled loop over a block of
-            steps (JAX engine, `ReplicaRun`); the rows are the same.
+            steps (JAX engine, `ReplicaRun`), 1 to 64; the rows are the
+            same.
         command_buffers: run the whole loop over steps as one GPU command
             buffer (CUDA graph), through XLA's flags (`XLA_FLAGS`, see
             `keras_nalu.sweeps.engines.device.use_command_buffers`); they
@@ -342,10 +343,10 @@ class ResultsAppender:
         self.new_rows = 0
 
     def __call__(self, rows: list[dict]) -> None:
+        append_results(rows, self.path)
         new = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
         frames = [self.table, new] if len(self.table) else [new]
         self.table = pd.concat(frames, ignore_index=True)
-        write_results(self.table, self.path)
         self.new_rows += len(rows)
         remove_finished_backups(self.path, _done_pairs(self.table))
         if self.on_chunk is not None:

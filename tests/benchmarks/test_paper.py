@@ -264,3 +264,8 @@ def test_the_dry_run_counts_the_programs_of_packed_chunks(tmp_path):
     assert "compiled programs" not in paper.plan_text(
         groups, tmp_path / "r.csv", 1000, 4e4
     )
+    # one program, said as one
+    text = paper.plan_text(groups, tmp_path / "results.csv", 2000, 4e4, None, 1, 2000)
+    assert re.search(
+        r"packed up to 2000 replicas: \d+ chunks in 1 compiled program\n", text
+    )

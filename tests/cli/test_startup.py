@@ -47,11 +47,11 @@ STARTING = (
 )
 
 
-def _start(**env) -> subprocess.CompletedProcess:
+def _start(code=STARTING, **env) -> subprocess.CompletedProcess:
     environment = {**os.environ, "KERAS_BACKEND": "tensorflow", **env}
     environment.pop("TF_CPP_MIN_LOG_LEVEL", None)
     return subprocess.run(
-        [sys.executable, "-c", STARTING],
+        [sys.executable, "-c", code],
         capture_output=True,
         text=True,
         env=environment,
@@ -70,3 +70,14 @@ def test_the_command_quiets_tensorflow_then_loads_the_units():
     loaded, status, level, units, tensorflow = shown.stdout.split()
     assert (loaded, status, units, tensorflow) == ("False", "None", "True", "True")
     assert level != "2"  # left to TensorFlow
+
+
+@pytest.mark.skipif(not installed("tensorflow"), reason="needs TensorFlow")
+def test_a_process_a_sweep_spawned_starts_tensorflow_quietly():
+    # Each process of processes_per_device would print TensorFlow's start-up
+    # lines again ("failed call to cuInit", CPU features, ...).
+    from keras_nalu._startup import SPAWNED
+
+    started = _start("import keras_nalu", **{SPAWNED: "1"})
+    assert started.returncode == 0, started.stderr[-3000:]
+    assert started.stderr == ""

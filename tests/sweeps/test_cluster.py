@@ -443,9 +443,14 @@ def test_tensorflow_retracing_warnings_are_silenced_while_a_chunk_trains(
 
 
 @pytest.mark.parametrize("second_stops_now", [True, False])
-def test_ray_cancelling_a_chunk_twice_still_lets_it_back_up(second_stops_now):
+def test_ray_cancelling_a_chunk_twice_still_lets_it_back_up(
+    second_stops_now, monkeypatch
+):
     # Ray's cancellation comes to a task as SIGINT, and may come twice: in
     # a chunk's task the second one must not stop it before its backup.
+    from keras_nalu.sweeps.engines import loop
+
+    monkeypatch.setattr(loop, "SAME_CTRL_C", 0.0)  # each SIGINT a Ctrl-C
     with stop_at_interrupt(second_stops_now=second_stops_now):
         signal.raise_signal(signal.SIGINT)
         assert stop_requested()

@@ -6,6 +6,7 @@ tests run under `KERAS_BACKEND=jax` (the JAX pass of `make test`).
 
 import dataclasses
 import json
+import os
 import shutil
 import sys
 import textwrap
@@ -26,9 +27,10 @@ from keras_nalu.sweeps.chunks import (
     train_pack,
 )
 from keras_nalu.sweeps.engines import TimeLimitReached, TrainingLimits, replica_run
+from keras_nalu.sweeps.engines.run import MAX_UNROLL
 from keras_nalu.sweeps.results import read_results
 from keras_nalu.sweeps.runner import run_sweep
-from tests.helpers import load_backup_state, run_in_fresh_python
+from tests.helpers import keras_nalu_cli, load_backup_state, run_in_fresh_python
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -156,6 +158,15 @@ def _committed_copies(backup, tmp_path, names):
     return chunk, paths
 
 
+def test_the_committed_backups_the_next_tests_continue_are_there():
+    # The two tests below take their cases from these files: without them,
+    # they would not fail, they would not run.
+    assert COMMITTED, f"no backup in {backup_folder(paper.OUT / 'results.csv')}"
+    for backup in COMMITTED:  # a backup of a chunk in training, not a pointer
+        state, _ = load_backup_state(backup)
+        assert state["engine"] == "jax" and state["step"] > 0, backup
+
+
 @pytest.mark.parametrize("backup", COMMITTED, ids=lambda path: path.name)
 def test_a_committed_backup_steps_in_a_pack_as_alone(backup, tmp_path):
     from keras_nalu.sweeps.chunks import _chunk_run
@@ -214,6 +225,49 @@ def one_by_one(tmp_path_factory):
     return _swept(tmp_path_factory.mktemp("one-by-one") / "results.csv")
 
 
+def _took_effect(monkeypatch) -> dict[str, list]:
+    """What each way to fill a device leaves behind as it trains: the chunks
+    of each pack, whether each chunk trained in the main thread, whether
+    each process spawned was told a sweep spawned it, the `unroll` of each
+    compiled loop over a run's steps."""
+    import multiprocessing.context
+    import threading
+
+    import jax
+
+    from keras_nalu._startup import SPAWNED
+    from keras_nalu.sweeps import local
+
+    seen = {"packs": [], "main thread": [], "told": [], "unrolls": []}
+    real_pack, real_unit = local.train_pack, local.train_unit
+    real_start = multiprocessing.context.SpawnProcess.start
+    real_scan = jax.lax.scan
+
+    def train_pack(pack, *args, **kwargs):
+        seen["packs"].append(len(pack.chunks))
+        return real_pack(pack, *args, **kwargs)
+
+    def train_unit(*args, **kwargs):
+        main = threading.current_thread() is threading.main_thread()
+        seen["main thread"].append(main)
+        return real_unit(*args, **kwargs)
+
+    def start(process):
+        seen["told"].append(os.environ.get(SPAWNED))
+        return real_start(process)
+
+    def scan(step, *args, **kwargs):
+        if getattr(step, "__name__", None) == "train_step":  # a run's steps
+            seen["unrolls"].append(kwargs.get("unroll", 1))
+        return real_scan(step, *args, **kwargs)
+
+    monkeypatch.setattr(local, "train_pack", train_pack)
+    monkeypatch.setattr(local, "train_unit", train_unit)
+    monkeypatch.setattr(multiprocessing.context.SpawnProcess, "start", start)
+    monkeypatch.setattr(jax.lax, "scan", scan)
+    return seen
+
+
 @pytest.mark.parametrize(
     "options",
     [
@@ -225,9 +279,36 @@ def one_by_one(tmp_path_factory):
     ids=lambda options: ",".join(options),
 )
 def test_each_way_to_fill_a_device_sweeps_the_rows_of_one_chunk_at_a_time(
-    options, one_by_one, tmp_path
+    options, one_by_one, tmp_path, monkeypatch
 ):
+    seen = _took_effect(monkeypatch)
     assert _swept(tmp_path / "results.csv", **options) == one_by_one
+    # ... and each way took effect
+    if "pack_replicas" in options:  # the two chunks in one program
+        assert seen["packs"] == [2]
+    if "chunks_per_device" in options:  # each chunk in a thread of its own
+        assert seen["main thread"] == [False, False]
+    if "processes_per_device" in options:  # two processes, told so
+        assert seen["told"] == ["1", "1"]
+    if "unroll" in options:  # each run's loop over steps unrolled
+        assert seen["unrolls"] and set(seen["unrolls"]) == {2}
+
+
+def test_an_unroll_that_cannot_be_meant_is_refused_in_one_line(tmp_path, capsys):
+    # A billion steps per iteration: XLA would compile for minutes, taking
+    # gigabytes, before a first step.
+    argv = ["sweep", "--quiet", "--grid", "model=nau", "--grid", "input_size=10"]
+    argv += ["--results", tmp_path / "r.csv", "--unroll", "1000000000"]
+    code, _, err = keras_nalu_cli(capsys, *argv)
+    assert code == 2
+    assert err == [
+        f"keras-nalu sweep: error: --unroll must be <= {MAX_UNROLL} steps: XLA "
+        "compiles the step that many times over, so more only lengthens the "
+        "compile. Received: --unroll 1000000000"
+    ]
+    assert not list(tmp_path.iterdir())
+    with pytest.raises(ValueError, match=f"unroll <= {MAX_UNROLL} steps"):
+        replica_run(GRID[0], [0], unroll=MAX_UNROLL + 1)
 
 
 def test_a_packed_sweep_resumed_at_other_steps_gives_the_same_rows(

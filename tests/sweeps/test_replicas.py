@@ -17,11 +17,11 @@ from keras_nalu.sweeps.engines import (
     train_replicas,
 )
 from keras_nalu.sweeps.engines.tensorflow import TensorFlowReplicaRun
-from keras_nalu.sweeps.results import read_results
 from tests.helpers import (
     as_format_1,
     assert_resumed_records,
     assert_set_weights_starts_one_replica,
+    keras_nalu_cli,
     load_backup_state,
     save_backup_state,
 )
@@ -524,14 +524,29 @@ def test_set_weights_starts_one_replica_from_given_weights():
     assert_set_weights_starts_one_replica()  # the TF engine (the JAX one: there)
 
 
-def test_the_tensorflow_engine_refuses_to_unroll_and_packs_nothing(tmp_path, capsys):
+def test_the_tensorflow_engine_refuses_each_way_of_the_jax_engine(tmp_path, capsys):
+    from keras_nalu.sweeps.local import JAX_ONLY
+
     config = ExperimentConfig(model="nau", input_size=10, iterations=100)
     with pytest.raises(ValueError, match="unroll needs the JAX engine"):
         replica_run(config, [0], unroll=2)
     argv = ["sweep", "--quiet", "--grid", "model=nau,nmu", "--grid", "input_size=10"]
     argv += ["--grid", "iterations=100", "--results", str(tmp_path / "r.csv")]
-    assert cli.main([*argv, "--unroll", "2"]) == 2
-    assert "unroll needs the JAX engine" in capsys.readouterr().err
-    # Packing is the JAX engine's: here the chunks train one by one.
-    assert cli.main([*argv, "--seeds", "0", "--pack-replicas", "100"]) == 0
-    assert len(read_results(tmp_path / "r.csv")) == 2
+    asked = [
+        ["--unroll", "2"],
+        ["--pack-replicas", "100"],
+        ["--chunks-per-device", "2"],
+    ]
+    for flag, value in asked:
+        code, _, err = keras_nalu_cli(capsys, *argv, flag, value)
+        assert code == 2
+        assert err == [
+            "keras-nalu sweep: error: The tensorflow engine trains one chunk at a "
+            "time, alone: chunks side by side in threads, packs and unrolled loops "
+            f"need the JAX engine (KERAS_BACKEND=jax). Received: {flag} {value}"
+        ]
+    assert not (tmp_path / "r.csv").exists()
+    # ... and the help of those flags, and of those only, says "JAX engine"
+    sweep = cli.build_parser()._subparsers._group_actions[0].choices["sweep"]
+    said = {a.dest for a in sweep._actions if (a.help or "").startswith("JAX engine")}
+    assert said == set(JAX_ONLY) == {flag[2:].replace("-", "_") for flag, _ in asked}

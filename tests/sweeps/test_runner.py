@@ -15,12 +15,17 @@ from keras_nalu import cli
 from keras_nalu.experiments import ExperimentConfig, run_experiment
 from keras_nalu.reports.summary import load_results
 from keras_nalu.sweeps.chunks import backup_files, chunk_backup, plan_chunks
-from keras_nalu.sweeps.engines import ReplicaRun, read_backup
+from keras_nalu.sweeps.engines import (
+    ReplicaRun,
+    read_backup,
+    stop_at_interrupt,
+    stop_requested,
+)
 from keras_nalu.sweeps.grid import grid_configs, parse_grid
 from keras_nalu.sweeps.results import RESULT_COLUMNS, config_id, read_results
 from keras_nalu.sweeps.runner import run_sweep
 from tests.bad_paths import unwritable_folder
-from tests.helpers import held_training
+from tests.helpers import held_training, keras_nalu_cli
 
 GRID = [
     "model=nau,nmu",
@@ -387,6 +392,72 @@ def test_ways_to_fill_a_device_that_do_not_fit_are_refused(tmp_path, options, ma
     with pytest.raises(ValueError, match=match):
         run_sweep([config], "0", tmp_path / "results.csv", **options)
     assert not list(tmp_path.iterdir())
+
+
+def test_ways_of_a_sweep_trained_here_asked_of_ray_are_named_as_given(tmp_path, capsys):
+    argv = ["sweep", "--quiet", "--grid", "model=nau", "--ray-address", "auto"]
+    code, _, err = keras_nalu_cli(
+        capsys, *argv, "--results", tmp_path / "r.csv", "--unroll", "4"
+    )
+    assert code == 2
+    assert err == [
+        "keras-nalu sweep: error: On Ray, each chunk is a task of its own, trained "
+        "alone: packs, processes and unrolled loops are ways of a sweep trained "
+        "here. Received: --unroll 4"
+    ]
+
+
+def test_a_script_that_each_process_would_run_again_is_told_so(monkeypatch):
+    # The processes of processes_per_device are spawned: each imports the
+    # script again, as the module __mp_main__, and a sweep outside
+    # `if __name__ == "__main__":` would start again in each of them.
+    from keras_nalu.sweeps.local import FillingOptions
+
+    for name in ("KERAS_BACKEND", "XLA_PYTHON_CLIENT_PREALLOCATE"):
+        monkeypatch.setenv(name, os.environ.get(name, ""))
+    script = compile(
+        "FillingOptions(processes_per_device=2).prepared()", "sweep.py", "exec"
+    )
+    names = {"__file__": "sweep.py", "FillingOptions": FillingOptions}
+    with pytest.raises(RuntimeError) as error:
+        exec(script, {**names, "__name__": "__mp_main__"})
+    assert str(error.value).startswith(
+        "sweep.py runs a sweep with processes_per_device outside `if __name__ == "
+        '"__main__":`'
+    )
+    exec(script, {**names, "__name__": "__main__"})  # the sweep's own process
+
+
+def test_a_sweep_process_that_ends_as_it_starts_is_not_a_backup_to_continue():
+    from keras_nalu.sweeps import processes
+
+    class Ended:  # a process that ended before it was ready to train
+        exitcode = 1
+
+        def is_alive(self):
+            return False
+
+    with pytest.raises(RuntimeError) as error:
+        processes._check_alive([(Ended(), None)], {0}, set(), [])
+    assert 'under `if __name__ == "__main__":`' in str(error.value)
+    assert "run the sweep again" not in str(error.value)
+
+
+def test_the_signals_of_one_ctrl_c_are_one_ctrl_c(monkeypatch):
+    # A terminal sends SIGINT to every process of its group, `timeout -s
+    # INT` to its command, then to the command's group: one Ctrl-C may come
+    # twice. A second Ctrl-C is one at least SAME_CTRL_C seconds later.
+    from keras_nalu.sweeps.engines import loop
+
+    with stop_at_interrupt():
+        signal.raise_signal(signal.SIGINT)
+        signal.raise_signal(signal.SIGINT)  # no KeyboardInterrupt
+        assert stop_requested()
+        monkeypatch.setattr(loop, "SAME_CTRL_C", 0.0)  # as if a second later
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+    assert not stop_requested()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def test_a_preset_that_cannot_be_vectorized_is_swept_seed_by_seed(tmp_path):

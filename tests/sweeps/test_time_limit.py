@@ -187,3 +187,29 @@ def test_a_resumed_sweeps_bar_counts_only_the_steps_trained_here_as_speed(
     trained_here = 2 * (300 - 100)
     assert bar["n"] - bar["initial"] == trained_here  # tqdm's average rate
     assert sum(updates) == trained_here
+
+
+def test_chunks_stopped_together_are_each_named_once():
+    # Threads, a pack or processes: every chunk in training stops, each at
+    # its next evaluation; the one message names each and its backup.
+    from keras_nalu.sweeps.engines.loop import stop_with, stopped_together
+
+    ctrl_c = stop_with(
+        KeyboardInterrupt,
+        "nau-add ×2 seeds stopped at step 100 of 1,000, backed up to a.npz",
+        again=True,
+    )
+    late = stop_with(
+        TimeLimitReached,
+        "nmu-mul ×2 seeds stopped at its time limit at step 200 of 1000; backup: b.npz",
+        again=False,
+    )
+    assert stopped_together([ctrl_c]) is ctrl_c
+    together = stopped_together([late, ctrl_c])
+    assert isinstance(together, KeyboardInterrupt)  # Ctrl-C first
+    assert str(together) == (
+        "nmu-mul ×2 seeds stopped at its time limit at step 200 of 1000; backup: "
+        "b.npz; nau-add ×2 seeds stopped at step 100 of 1,000, backed up to a.npz: "
+        "run it again to continue"
+    )
+    assert isinstance(stopped_together([late, late]), TimeLimitReached)

@@ -69,6 +69,17 @@ class TimeLimitReached(RuntimeError):
 # Set by the first Ctrl-C inside `stop_at_interrupt`; read by every run's loop.
 _stop_requested = threading.Event()
 
+SAME_CTRL_C = 1.0
+"""Seconds within which SIGINTs count as one Ctrl-C.
+
+A terminal sends one to every process of its foreground group, and
+`timeout -s INT` one to its command and one more to the command's group:
+one Ctrl-C may reach a process twice, microseconds apart. A second Ctrl-C
+(`stop_at_interrupt`) is one at least this long after the first."""
+
+RUN_AGAIN = "run it again to continue"
+"""What a stop's message ends with when running the same again continues."""
+
 
 def stop_requested() -> bool:
     """Whether a Ctrl-C inside `stop_at_interrupt` asked the runs to stop.
@@ -89,41 +100,144 @@ def request_stop() -> None:
     _stop_requested.set()
 
 
-def _request_stop(signum, frame) -> None:
-    if _stop_requested.is_set():  # a second Ctrl-C: stop now, as Python does
-        raise KeyboardInterrupt
-    _stop_requested.set()
+class _CtrlC:
+    """The SIGINT handler of one `stop_at_interrupt`: counts its Ctrl-Cs.
 
+    The first asks every run to stop (`request_stop`); one at least
+    `SAME_CTRL_C` seconds later is the second. Python runs a handler in
+    the main thread, between two of its bytecodes; with `end_process`, a
+    thread of its own also reads each signal as it comes (Python's wakeup
+    file descriptor), counts it there and ends the process at the second,
+    while the main thread waits on XLA or on the threads that train.
+    """
 
-def _request_stop_once(signum, frame) -> None:
-    _stop_requested.set()
+    def __init__(self, second_stops_now: bool, end_process: str | None):
+        self.second_stops_now = second_stops_now
+        self.end_process = end_process
+        self.first: float | None = None  # time.monotonic() of the first
+
+    def __call__(self, signum, frame) -> None:
+        if self.end_process is not None:  # the watcher counts; this thread
+            _stop_requested.set()  # sees the stop from its next bytecode on
+        elif self.second_ctrl_c():
+            raise KeyboardInterrupt
+
+    def second_ctrl_c(self) -> bool:
+        """Counts a SIGINT: True if it is a second Ctrl-C that stops now."""
+        now = time.monotonic()
+        if self.first is None:
+            self.first = now
+            _stop_requested.set()
+            return False
+        return self.second_stops_now and now - self.first >= SAME_CTRL_C
+
+    def settle(self) -> None:
+        """Waits until `SAME_CTRL_C` has passed since the first Ctrl-C, if any.
+
+        A signal of that Ctrl-C that comes late is then still taken for it,
+        not for a Ctrl-C after the block (a `KeyboardInterrupt` anywhere).
+        """
+        if self.first is not None:
+            time.sleep(max(0.0, self.first + SAME_CTRL_C - time.monotonic()))
+
+    @contextlib.contextmanager
+    def watched(self):
+        """With `end_process`, the thread that reads the signals as they come."""
+        if self.end_process is None:
+            yield
+            return
+        read_end, write_end = os.pipe()
+        os.set_blocking(write_end, False)
+        previous = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+        watcher = threading.Thread(
+            target=self._watch, args=(read_end,), name="Ctrl-C", daemon=True
+        )
+        watcher.start()
+        try:
+            yield
+        finally:
+            signal.set_wakeup_fd(previous)
+            os.close(write_end)  # the watcher reads the end of the pipe
+            watcher.join()
+            os.close(read_end)
+
+    def _watch(self, read_end: int) -> None:
+        while signals := os.read(read_end, 64):
+            for signum in signals:
+                if signum == signal.SIGINT and self.second_ctrl_c():
+                    # stderr's Python buffer may be held by another thread
+                    os.write(2, f"{self.end_process}\n".encode())
+                    os._exit(130)
 
 
 @contextlib.contextmanager
-def stop_at_interrupt(second_stops_now: bool = True):
+def stop_at_interrupt(second_stops_now: bool = True, end_process: str | None = None):
     """Within it, Ctrl-C stops every run at its next evaluation, after a backup.
 
     The first SIGINT asks each `ReplicaRun.train` (in any thread) to stop at
     its next evaluation: it writes its backup there, if it has one, and
     raises `KeyboardInterrupt`, so a killed sweep loses nothing of its chunk
-    in training. A second SIGINT raises `KeyboardInterrupt` at once, unless
-    `second_stops_now` is False: a Ray worker, to which Ray's cancellation
-    comes as SIGINT, maybe more than once, and which Ray ends itself to stop
-    a task at once. Outside the main thread (Python delivers signals there
-    only), or within another `stop_at_interrupt`, the block runs as it is.
+    in training. The SIGINTs of `SAME_CTRL_C` seconds count as one Ctrl-C.
+    A second Ctrl-C stops at once: it raises `KeyboardInterrupt` in the main
+    thread (when that thread next runs Python), or, with `end_process`,
+    ends the process whatever it is doing (compiling, waiting on the threads
+    or processes that train), after printing `end_process` on stderr, with
+    status 130; what the runs trained since their last backup is lost.
+    With `second_stops_now` False, a second Ctrl-C does nothing: a Ray
+    worker, to which Ray's cancellation comes as SIGINT, maybe more than
+    once, and which Ray ends itself to stop a task at once. Outside the main
+    thread (Python delivers signals there only), or within another
+    `stop_at_interrupt`, the block runs as it is.
+
+    Args:
+        second_stops_now: whether a second Ctrl-C stops at once.
+        end_process: None, or the line to print before a second Ctrl-C
+            ends the process.
     """
-    if threading.current_thread() is not threading.main_thread() or (
-        signal.getsignal(signal.SIGINT) in (_request_stop, _request_stop_once)
+    if threading.current_thread() is not threading.main_thread() or isinstance(
+        signal.getsignal(signal.SIGINT), _CtrlC
     ):
         yield
         return
-    handler = _request_stop if second_stops_now else _request_stop_once
-    previous = signal.signal(signal.SIGINT, handler)
+    ctrl_c = _CtrlC(second_stops_now, end_process)
+    previous = signal.signal(signal.SIGINT, ctrl_c)
     try:
-        yield
+        with ctrl_c.watched():
+            try:
+                yield
+            finally:
+                ctrl_c.settle()
     finally:
         signal.signal(signal.SIGINT, previous or signal.default_int_handler)
         _stop_requested.clear()
+
+
+def stop_with(kind: type[BaseException], where: str, again: bool):
+    """A stop (`KeyboardInterrupt`, `TimeLimitReached`) saying where a run stopped.
+
+    Its message is `where`, then `RUN_AGAIN` if running the same again
+    continues the run; `where` and `again` are its attributes too, which
+    `stopped_together` reads.
+    """
+    stop = kind(f"{where}: {RUN_AGAIN}" if again else where)
+    stop.where, stop.again = where, again
+    return stop
+
+
+def stopped_together(stops: list[BaseException]) -> BaseException:
+    """One stop for runs that stopped together (threads, a pack, processes).
+
+    A `KeyboardInterrupt` if any run stopped at Ctrl-C, else a
+    `TimeLimitReached`; its message names where each run stopped (and its
+    backup), once with `RUN_AGAIN`.
+    """
+    if len(stops) == 1:
+        return stops[0]
+    interrupted = any(isinstance(stop, KeyboardInterrupt) for stop in stops)
+    kind = KeyboardInterrupt if interrupted else TimeLimitReached
+    wheres = [getattr(stop, "where", str(stop)) for stop in stops]
+    again = any(getattr(stop, "again", False) for stop in stops)
+    return stop_with(kind, "; ".join(wheres), again)
 
 
 class RunLoop:
@@ -216,10 +330,12 @@ class RunLoop:
         self._report(steps)
         if self.next_stop() is not None:
             if out_of_time:
-                raise TimeLimitReached(
+                raise stop_with(
+                    TimeLimitReached,
                     f"{run.description()} stopped at its time limit at "
                     f"step {run.step} of {run.total_steps}"
-                    + ("" if self.backup is None else f"; backup: {self.backup}")
+                    + ("" if self.backup is None else f"; backup: {self.backup}"),
+                    again=False,
                 )
             if interrupted:
                 raise _interrupted(run, self.backup)
@@ -271,6 +387,7 @@ def _interrupted(run, backup) -> KeyboardInterrupt:
     """What Ctrl-C raises: where the run stopped, and its backup there."""
     where = f"{run.description()} stopped at step {run.step:,} of "
     where += f"{run.total_steps:,}"
-    if backup is not None and Path(backup).exists():
-        where += f", backed up to {backup}: run it again to continue"
-    return KeyboardInterrupt(where)
+    backed_up = backup is not None and Path(backup).exists()
+    if backed_up:
+        where += f", backed up to {backup}"
+    return stop_with(KeyboardInterrupt, where, again=backed_up)

@@ -36,6 +36,7 @@ from keras_nalu.sweeps.engines.loop import (
     TimeLimitReached,
     TrainingLimits,
     stop_at_interrupt,
+    stopped_together,
 )
 
 
@@ -126,7 +127,8 @@ def train_packed(
         TimeLimitReached: some run stopped at its deadline (each run left
             has then stopped at its next evaluation, after its backup).
         KeyboardInterrupt: Ctrl-C (see `stop_at_interrupt`): each run
-            stopped at its next evaluation, after its backup.
+            stopped at its next evaluation, after its backup (the message
+            names each, `stopped_together`).
         ValueError: a run of an engine that cannot train in a pack.
 
     Example (under `KERAS_BACKEND=jax`; `tests/sweeps/test_filling.py`
@@ -158,7 +160,7 @@ def train_packed(
         RunLoop(run, shown, own) for run, shown, own in zip(runs, progress, limits)
     ]
     blocks = PackedBlocks()
-    stopped = None
+    stopped = []
     try:
         with stop_at_interrupt():
             for loop in loops:
@@ -178,7 +180,7 @@ def train_packed(
                     try:
                         loop.trained(steps)
                     except (TimeLimitReached, KeyboardInterrupt) as error:
-                        stopped = stopped or error  # the others go to theirs
+                        stopped.append(error)  # the others go to theirs
                         loop.close()
                         continue
                     if loop.next_stop() is None:
@@ -189,8 +191,8 @@ def train_packed(
     finally:
         for loop in loops:
             loop.close()
-    if stopped is not None:
-        raise stopped
+    if stopped:
+        raise stopped_together(stopped)
 
 
 def _finish(loop, index, on_finished) -> None:

@@ -56,6 +56,12 @@ from keras_nalu.sweeps.engines.state import RunState
 from keras_nalu.sweeps.engines.variables import ReplicaVariables
 from keras_nalu.sweeps.engines.verdicts import Verdicts
 
+MAX_UNROLL = 64
+"""The most training steps one iteration of the JAX engine's compiled loop
+may hold (`unroll`). XLA compiles the step that many times over, so the
+compile time grows with it, while the loop's condition is already read
+once per 64 steps; a larger value asks for a long compile and nothing more."""
+
 
 class ReplicaRun(ReplicaVariables):
     """R seeds of one `ExperimentConfig` trained as one vectorized model.
@@ -89,9 +95,9 @@ class ReplicaRun(ReplicaVariables):
             sweep chunk of 1,000 replicas × 5,000 evaluations would
             otherwise hold 5·10⁶ `Evaluation` objects).
         unroll: training steps per iteration of the compiled loop over a
-            block of steps (`jax.lax.scan`'s `unroll`, JAX engine only): a
-            GPU then runs the loop's condition once per `unroll` steps. The
-            records are the same for every value.
+            block of steps (`jax.lax.scan`'s `unroll`, JAX engine only), 1
+            to `MAX_UNROLL`: a GPU then runs the loop's condition once per
+            `unroll` steps. The records are the same for every value.
 
     Example:
 
@@ -198,8 +204,14 @@ class ReplicaRun(ReplicaVariables):
 
     @classmethod
     def check_unroll(cls, unroll) -> int:
-        """`unroll` if this engine takes it: 1, or any integer >= 1 on JAX."""
+        """`unroll` if this engine takes it: 1, or 1 to `MAX_UNROLL` on JAX."""
         check_positive_int("ReplicaRun", "unroll", unroll)
+        if unroll > MAX_UNROLL:
+            raise ValueError(
+                f"ReplicaRun expects unroll <= {MAX_UNROLL} steps: XLA compiles "
+                "the step that many times over, so more only lengthens the "
+                f"compile. Received: unroll={unroll!r}"
+            )
         if unroll != 1 and not cls.supports_packing:
             raise ValueError(
                 f"The {cls.engine} engine compiles no loop to unroll; unroll "
