@@ -146,7 +146,7 @@ def _run_folder(args, config):
 def _check_export(args, name: str) -> str | None:
     """The export format, checked before training; None with --no-export."""
     from keras_nalu._files import check_output_folder
-    from keras_nalu.export import check_export_format, read_manifest
+    from keras_nalu.export import check_export_format, check_model_folder
 
     if args.no_export:
         return None
@@ -162,7 +162,7 @@ def _check_export(args, name: str) -> str | None:
     model_dir = check_output_folder(args.export_dir, "--export-dir") / name
     if model_dir.exists():
         check_output_folder(model_dir, "--export-dir", args.export_dir)
-        read_manifest(model_dir)
+        check_model_folder(args.export_dir, name, export_format)
     return export_format
 
 

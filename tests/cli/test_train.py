@@ -241,6 +241,30 @@ def manifest_of(export_dir: Path) -> dict:
     return json.loads((export_dir / "served" / "manifest.json").read_text())
 
 
+def test_an_onnx_export_beside_served_saved_models_is_refused_first(
+    tmp_path, served, capsys
+):
+    from keras_nalu import cli
+
+    argv = [*TINY, "--output-dir", tmp_path / "runs", "--export-dir", served]
+    code = cli.main(["train", *map(str, argv), "--export-format", "onnx"])
+    err = capsys.readouterr().err
+    assert code != 0
+    assert err.startswith(
+        f"keras-nalu train: error: {served / 'served'} holds SavedModel versions "
+        "(1); a model folder holds one format"
+    )
+    assert err.rstrip().endswith(
+        "export the ONNX model under another name. Received: --name 'served'"
+    )
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "runs").exists()  # refused before training
+    assert sorted(p.name for p in (served / "served").iterdir()) == [
+        "1",
+        "manifest.json",
+    ]
+
+
 def test_an_unsolved_run_does_not_become_the_served_version(tmp_path, served, capsys):
     from keras_nalu import cli
 
