@@ -222,6 +222,31 @@ def test_explain_command_on_a_missing_file_is_one_line(tmp_path):
 
 # -- what `latest`, the version TF Serving serves, may become ---------------------
 
+
+def test_the_verdict_line_labels_the_last_evaluations_mse_as_an_mse():
+    from keras_nalu.cli.train import verdict_line
+
+    record = {
+        "name": "nac-mul-seed0",
+        "diverged": True,
+        "success": False,
+        "extrapolation_mse": 3.5,
+        "threshold": 0.16,
+        "best_step": 1000,
+        "final_step": 3000,
+        "final_extrapolation_mse": float("nan"),
+        "iterations": 3000,
+        "wall_time": 4.2,
+    }
+    assert verdict_line(record) == (
+        "nac-mul-seed0: DIVERGED; extrapolation MSE 3.5 vs threshold 0.16 at step "
+        "1000 (best validation), nan at the last evaluation, step 3000; 3000 steps "
+        "in 4 s"
+    )
+    record["final_step"] = None
+    assert ", no evaluation; 3000 steps" in verdict_line(record)
+
+
 TINY = ["--model", "nau", "--input-size", "10", "--iterations", "100"]
 TINY += ["--eval-every", "100", "--quiet", "--name", "served"]
 
