@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -169,10 +170,26 @@ def _jsonable(value):
 
 
 def save_keras_model(model: keras.Model, path: str | os.PathLike) -> Path:
-    """Saves the `.keras` file (architecture, weights, optimizer state)."""
+    """Saves the `.keras` file (architecture, weights, optimizer state).
+
+    Weights that are NaN or ±inf (a diverged run's) are saved as they are,
+    with a warning that names them.
+    """
+    from keras_nalu.keras_utils import describe_weights, non_finite_weights
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     model.save(path)
+    non_finite = non_finite_weights(model)
+    if non_finite:
+        count = len(non_finite)
+        warnings.warn(
+            f"{path} holds {count} weight{'s' if count > 1 else ''} that "
+            f"{'are' if count > 1 else 'is'} not finite, saved as "
+            f"{'they are' if count > 1 else 'it is'}: "
+            f"{describe_weights(non_finite)}",
+            stacklevel=2,
+        )
     return path
 
 

@@ -4,7 +4,9 @@ Layout: `<export_dir>/<name>/<integer version>/saved_model.pb` (what TF
 Serving's file-system source expects), or `.../<version>/model.onnx`, and
 `<export_dir>/<name>/manifest.json` describing every version: its format,
 the task, the run's config and its result. TF Serving serves the highest
-version; the manifest names it `latest`.
+version; the manifest names it `latest`. A model folder holds one format,
+so that a folder TF Serving is pointed at never has a version it cannot
+serve.
 """
 
 import contextlib
@@ -29,6 +31,10 @@ _JAX2TF_OPTIONS = {"with_gradient": False}
 
 EXPORT_FORMATS = ("saved_model", "onnx")
 """What `keras-nalu train --export-format` writes."""
+
+#: The file that marks a version folder as each format's, and the format's name.
+_FORMAT_FILES = {"saved_model": "saved_model.pb", "onnx": "model.onnx"}
+_FORMAT_LABELS = {"saved_model": "SavedModel", "onnx": "ONNX"}
 
 #: The converter Keras' ONNX export uses on each backend, and what it is in.
 _ONNX_CONVERTERS = {"tensorflow": "tf2onnx", "jax": "jax2onnx", "torch": "onnxscript"}
@@ -101,7 +107,7 @@ def export_saved_model(
     '1'
     """
     check_export_format("saved_model")
-    model_dir, version, path = _new_version(export_dir, name, version)
+    model_dir, version, path = _new_version(export_dir, name, version, "saved_model")
     _export_checked(model, path)
     _record_version(
         model_dir,
@@ -196,7 +202,7 @@ def export_onnx(
     'model.onnx'
     """
     check_export_format("onnx")
-    model_dir, version, path = _new_version(export_dir, name, version)
+    model_dir, version, path = _new_version(export_dir, name, version, "onnx")
     # Keras exports a model it has called; JAX's `fit` and `predict` run the
     # model statelessly, which does not count.
     model(np.zeros((1, *model.inputs[0].shape[1:]), "float32"))
@@ -278,10 +284,49 @@ def read_manifest(model_dir: str | os.PathLike) -> dict:
     return document
 
 
-def _new_version(export_dir, name: str, version: int | None):
-    """`(model folder, version, version folder)`; the version folder is new."""
+def check_model_folder(
+    export_dir: str | os.PathLike, name: str, export_format: str
+) -> Path:
+    """The model folder `<export_dir>/<name>`, checked to take an `export_format`.
+
+    A model folder holds the versions of one format. TF Serving, pointed at
+    the folder, serves its highest version: an ONNX version beside
+    SavedModels would become one it cannot serve (no `saved_model.pb`), so
+    another format is refused there, and the other way round.
+
+    Raises:
+        ValueError: the folder holds versions of another format; or its
+            `manifest.json` is not one (`read_manifest`). Nothing is written.
+
+    Example:
+
+    >>> import tempfile
+    >>> check_model_folder(tempfile.mkdtemp(), "adder", "onnx").name
+    'adder'
+    """
     model_dir = Path(export_dir) / name
     read_manifest(model_dir)  # a foreign manifest: refused before writing
+    for other, file in _FORMAT_FILES.items():
+        versions = sorted(
+            int(child.name)
+            for child in model_dir.glob("*")
+            if child.name.isdigit() and (child / file).exists()
+        )
+        if other != export_format and versions:
+            raise ValueError(
+                f"{model_dir} holds {_FORMAT_LABELS[other]} versions "
+                f"({', '.join(map(str, versions))}); a model folder holds one "
+                "format, so that TF Serving, which serves the highest version, "
+                "never finds one it cannot serve: export the "
+                f"{_FORMAT_LABELS[export_format]} model under another name. "
+                f"Received: name={name!r}"
+            )
+    return model_dir
+
+
+def _new_version(export_dir, name: str, version: int | None, export_format: str):
+    """`(model folder, version, version folder)`; the version folder is new."""
+    model_dir = check_model_folder(export_dir, name, export_format)
     version = next_version(model_dir) if version is None else int(version)
     if version < 1:
         raise ValueError(f"export expects version >= 1. Received: version={version}")

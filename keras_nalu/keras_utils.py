@@ -1,4 +1,5 @@
-"""Keras helpers: seeding a run, every layer of a model, its optimizer's steps.
+"""Keras helpers: seeding a run, every layer of a model, its optimizer's steps,
+its weights that are not finite.
 
 Small functions that the callbacks, the evaluation, the experiments and the
 replica engines all share, kept below all of them.
@@ -7,6 +8,7 @@ replica engines all share, kept below all of them.
 import sys
 
 import keras
+import numpy as np
 
 
 def set_random_seed(seed: int) -> None:
@@ -84,3 +86,46 @@ def optimizer_step(model) -> int:
     4
     """
     return int(keras.ops.convert_to_numpy(model.optimizer.iterations))
+
+
+def non_finite_weights(model) -> list[tuple[str, tuple[int, ...], float]]:
+    """`(variable path, index, value)` of every NaN or ±inf weight in `model`.
+
+    A model or a layer: its floating-point variables, trainable or not, in
+    the order Keras lists them.
+
+    Example:
+
+    >>> import keras, keras_nalu
+    >>> layer = keras_nalu.layers.NAU(1, name="sum")
+    >>> model = keras.Sequential([keras.Input((2,)), layer], name="adder")
+    >>> _ = layer.kernel.assign([[float("nan")], [1.0]])
+    >>> non_finite_weights(model)
+    [('adder/sum/kernel', (0, 0), nan)]
+    """
+    found = []
+    for variable in model.weights:
+        if "float" not in str(variable.dtype):
+            continue
+        values = np.asarray(keras.ops.convert_to_numpy(variable), dtype=np.float64)
+        for index in zip(*np.nonzero(~np.isfinite(values))):
+            index = tuple(int(i) for i in index)
+            found.append((variable.path, index, float(values[index])))
+    return found
+
+
+def describe_weights(weights: list, shown: int = 3) -> str:
+    """`non_finite_weights`' list in words: `"nau/kernel[0,0] = nan, …"`.
+
+    Example:
+
+    >>> describe_weights([("nau/kernel", (0, 0), float("nan"))])
+    'nau/kernel[0,0] = nan'
+    """
+    words = [
+        f"{path}[{','.join(map(str, index))}] = {value:g}"
+        for path, index, value in weights[:shown]
+    ]
+    if len(weights) > shown:
+        words.append(f"and {len(weights) - shown} more")
+    return ", ".join(words)

@@ -144,3 +144,28 @@ def test_onnx_export_serves_the_same_outputs(tmp_path):
     assert entry["path"] == "units/1/model.onnx"
     assert entry["input_shape"] == [None, 3]
     assert entry["task"] == "mul"
+
+
+def test_a_model_folder_holds_the_versions_of_one_format(tmp_path):
+    """TF Serving serves a folder's highest version: an ONNX version there
+    would be one without a saved_model.pb, so another format is refused."""
+    model = keras.Sequential([keras.Input((2,)), NAU(1)])
+    if BACKEND == "torch":  # no SavedModel on PyTorch: the folder of another run
+        (tmp_path / "adder" / "1").mkdir(parents=True)
+        (tmp_path / "adder" / "1" / "saved_model.pb").write_bytes(b"")
+    else:
+        export_saved_model(model, tmp_path, "adder")
+    before = sorted(path.name for path in (tmp_path / "adder").iterdir())
+    with pytest.raises(
+        ValueError,
+        match=r"adder holds SavedModel versions \(1\); a model folder holds one "
+        r"format.*export the ONNX model under another name\. "
+        r"Received: name='adder'$",
+    ):
+        export_onnx(model, tmp_path, "adder")
+    assert sorted(path.name for path in (tmp_path / "adder").iterdir()) == before
+    assert export_onnx(model, tmp_path, "adder-onnx").parent.name == "1"
+    if BACKEND != "torch":
+        with pytest.raises(ValueError, match=r"adder-onnx holds ONNX versions \(1\)"):
+            export_saved_model(model, tmp_path, "adder-onnx")
+        assert not (tmp_path / "adder-onnx" / "2").exists()

@@ -61,3 +61,23 @@ def test_the_backup_folders_name_is_spelled_out_in_one_place():
         if '".backup"' in path.read_text(encoding="utf-8")
     ]
     assert spelled == ["keras_nalu._files"]
+
+
+def test_a_keras_model_with_weights_not_finite_is_saved_with_a_warning(tmp_path):
+    import keras
+    import numpy as np
+
+    from keras_nalu._files import save_keras_model
+    from keras_nalu.layers import NAU
+
+    layer = NAU(1, name="nau")
+    model = keras.Sequential([keras.Input((2,)), layer], name="run")
+    path = tmp_path / "model.keras"
+    layer.kernel.assign([[np.nan], [-np.inf]])
+    with pytest.warns(
+        UserWarning,
+        match=r"model\.keras holds 2 weights that are not finite, saved as they "
+        r"are: run/nau/kernel\[0,0\] = nan, run/nau/kernel\[1,0\] = -inf$",
+    ):
+        save_keras_model(model, path)
+    assert path.is_file()

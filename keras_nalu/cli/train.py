@@ -146,7 +146,7 @@ def _run_folder(args, config):
 def _check_export(args, name: str) -> str | None:
     """The export format, checked before training; None with --no-export."""
     from keras_nalu._files import check_output_folder
-    from keras_nalu.export import check_export_format, read_manifest
+    from keras_nalu.export import check_export_format, check_model_folder
 
     if args.no_export:
         return None
@@ -162,7 +162,7 @@ def _check_export(args, name: str) -> str | None:
     model_dir = check_output_folder(args.export_dir, "--export-dir") / name
     if model_dir.exists():
         check_output_folder(model_dir, "--export-dir", args.export_dir)
-        read_manifest(model_dir)
+        check_model_folder(args.export_dir, name, export_format)
     return export_format
 
 
@@ -249,17 +249,26 @@ def explain_record(model, config) -> dict:
 
 
 def verdict_line(record: dict) -> str:
-    """`NAME: SOLVED (first at step N); extrapolation MSE ...` in one line."""
+    """`NAME: SOLVED (first at step N); extrapolation MSE ...` in one line.
+
+    The MSE at the best-validation step (the paper's verdict), then at the
+    last evaluation (the weights the run ends with, which it saves).
+    """
     if record["diverged"]:
         verdict = "DIVERGED"
     elif record["success"]:
         verdict = f"SOLVED (first at step {record['solved_at']})"
     else:
         verdict = "NOT SOLVED"
+    final = (
+        f"{record['final_extrapolation_mse']:.3g} at the last evaluation, step "
+        f"{record['final_step']}"
+        if record.get("final_step") is not None
+        else "no evaluation"
+    )
     return (
         f"{record['name']}: {verdict}; extrapolation MSE "
         f"{record['extrapolation_mse']:.3g} vs threshold {record['threshold']:.3g} "
-        f"at step {record['best_step']} (final weights: "
-        f"{record['final_extrapolation_mse']:.3g}); {record['iterations']} steps "
-        f"in {record['wall_time']:.0f} s"
+        f"at step {record['best_step']} (best validation), {final}; "
+        f"{record['iterations']} steps in {record['wall_time']:.0f} s"
     )

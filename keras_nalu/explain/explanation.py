@@ -26,6 +26,7 @@ from keras_nalu.explain.readers import (
     read_composition,
     read_layer,
 )
+from keras_nalu.keras_utils import describe_weights, non_finite_weights
 from keras_nalu.tasks.ranges import Range
 
 #: The arithmetic task's interpolation and extrapolation ranges (Madsen &
@@ -70,6 +71,9 @@ class Explanation:
         sample: the inputs the expressions were checked on, in words.
         trees: per output, the expression as a tree of nodes, which
             `sympy`, `equivalent_to` and `compare_with_task` read.
+        non_finite: `(variable path, index, value)` of every weight that is
+            NaN or ±inf (a diverged run's): then no output has a formula,
+            `str()` names them, and `max_deviation` is NaN.
 
     `str()` gives `"y = ..."` (one `"y<i> = ..."` line per output when there
     are several), followed by `"  [approximate: ...]"` when not discrete; an
@@ -104,6 +108,9 @@ class Explanation:
     trees: list[Any] = dataclasses.field(
         default_factory=list, repr=False, compare=False
     )
+    non_finite: list[tuple[str, tuple[int, ...], float]] = dataclasses.field(
+        default_factory=list
+    )
 
     @property
     def matches_model(self) -> bool:
@@ -114,10 +121,20 @@ class Explanation:
     def matches_model_at(self, output: int) -> bool:
         """Whether output `output`'s expression is what the model computes."""
         difference = self.differences[output]
-        return difference is not None and difference <= self.tolerance
+        return (
+            not self.non_finite
+            and difference is not None
+            and difference <= self.tolerance
+        )
 
     def no_formula_reason(self, output: int) -> str:
         """Why output `output` reads as no formula, in words."""
+        if self.non_finite:
+            count = len(self.non_finite)
+            return (
+                f"{count} weight{'s are' if count > 1 else ' is'} not finite: "
+                f"{describe_weights(self.non_finite)}"
+            )
         difference = self.differences[output]
         if difference is None:
             tree = self.trees[output]
@@ -143,7 +160,7 @@ class Explanation:
                 lines.append(f"{name} = {text}")
                 continue
             reason = self.no_formula_reason(i)
-            if self.deviations:
+            if self.deviations and not self.non_finite:
                 reason += f"; {self._deviation_text()}"
             lines.append(
                 f"no formula: {reason}" if single else f"{name}: no formula ({reason})"
@@ -304,32 +321,41 @@ def explain(
     previous_names, sample, depth = inputs, checked, 0
     # The layers' inputs are computed as far as a layer reads them.
     reads_inputs = [needs_inputs(layer) for layer in chain]
-    for kind, group in _groups(chain, tolerance):
-        readings = []
-        for layer in group:
-            reading = read_layer(layer, tolerance, sample, gate_names)
-            readings.append(reading)
-            notes.extend(reading.notes)
-            last = depth == len(chain) - 1
-            prefix = "y" if last else ("h" if hidden_count == 1 else f"h{depth + 1}_")
-            summary, previous_names = _summary(
-                layer, reading, previous_names, prefix, last, tolerance
-            )
-            summaries.append(summary)
-            depth += 1
-            if any(reads_inputs[depth:]):
-                sample = float64_array(layer(sample)).astype("float32")
-        # Consecutive linear layers are one map: read it, not each factor.
-        whole = readings[0] if len(group) == 1 else read_composition(group, kind)
-        expressions = whole.build(expressions)
-        distances.extend(whole.distances)
+    non_finite = [found for layer in chain for found in non_finite_weights(layer)]
+    # Weights that are not finite are named instead of read: reading them
+    # casts NaN to integers, which NumPy would warn about.
+    invalid = "ignore" if non_finite else np.geterr()["invalid"]
+    with np.errstate(invalid=invalid):
+        for kind, group in _groups(chain, tolerance):
+            readings = []
+            for layer in group:
+                reading = read_layer(layer, tolerance, sample, gate_names)
+                readings.append(reading)
+                notes.extend(reading.notes)
+                last = depth == len(chain) - 1
+                prefix = (
+                    "y" if last else ("h" if hidden_count == 1 else f"h{depth + 1}_")
+                )
+                summary, previous_names = _summary(
+                    layer, reading, previous_names, prefix, last, tolerance
+                )
+                summaries.append(summary)
+                depth += 1
+                if any(reads_inputs[depth:]):
+                    sample = float64_array(layer(sample)).astype("float32")
+            # Consecutive linear layers are one map: read it, not each factor.
+            whole = readings[0] if len(group) == 1 else read_composition(group, kind)
+            expressions = whole.build(expressions)
+            distances.extend(whole.distances)
 
     off = sorted((d for d in distances if d[3] > tolerance), key=lambda d: -d[3])
     max_deviation = max((d[3] for d in distances), default=0.0)
+    if non_finite:  # a NaN distance compares as neither larger nor smaller
+        max_deviation = float("nan")
     predictions = float64_array(model(checked)).reshape(len(checked), -1)
     return Explanation(
         outputs=[render(node) for node in expressions],
-        discrete=not off and not notes,
+        discrete=not off and not notes and not non_finite,
         max_deviation=float(max_deviation),
         deviations=[(name, loc, weight) for name, loc, weight, _ in off],
         layers=summaries,
@@ -342,6 +368,7 @@ def explain(
         tolerance=tolerance,
         sample=described,
         trees=list(expressions),
+        non_finite=non_finite,
     )
 
 

@@ -195,3 +195,17 @@ def serialize_parts(layer, *names):
             getattr(layer, f"{name}_constraint")
         )
     return config
+
+
+def gated_sum(gate, first, second_gate, second):
+    """`gate ⊙ first + second_gate ⊙ second`, a path whose gate is 0 left out.
+
+    A sigmoid gate reaches exactly 0 or 1 in float32 (past about ±17): the
+    path it shuts is then left out rather than multiplied by 0, so that its
+    overflow (inf) does not turn the output into NaN (0·inf), where the
+    mathematical output is the open path's value. Gradients are unchanged:
+    the shut path's is 0 either way, and so is σ' at a gate of 0 or 1.
+    """
+    first = ops.where(ops.equal(gate, 0.0), 0.0, first)
+    second = ops.where(ops.equal(second_gate, 0.0), 0.0, second)
+    return gate * first + second_gate * second

@@ -6,6 +6,7 @@ from keras import ops
 from keras_nalu._api import export
 from keras_nalu.layers.base import (
     ArithmeticLayer,
+    gated_sum,
     resolve_initializer,
     resolve_regularizer,
 )
@@ -114,7 +115,7 @@ class GatedNAUNMU(ArithmeticLayer):
         gate = self.gate_values(inputs)
         addition = self.to_math(self.nau(inputs))
         multiplication = self.to_math(self.nmu(inputs))
-        return self.to_output(gate * addition + (1.0 - gate) * multiplication)
+        return self.to_output(gated_sum(gate, addition, 1.0 - gate, multiplication))
 
     def get_config(self):
         config = {

@@ -9,6 +9,7 @@ from keras_nalu._validation import check_positive
 from keras_nalu.initializers import clone_with_new_seed
 from keras_nalu.layers.base import (
     ArithmeticLayer,
+    gated_sum,
     resolve_constraint,
     resolve_initializer,
     resolve_regularizer,
@@ -200,7 +201,7 @@ class iNALU(ArithmeticLayer):
         gate = ops.sigmoid(self.to_math(self.gate))
         additive = ops.matmul(x, self.kernel)
         multiplicative = inalu_product(x, self.mul_kernel, self.epsilon, self.omega)
-        return self.to_output(gate * additive + (1.0 - gate) * multiplicative)
+        return self.to_output(gated_sum(gate, additive, 1.0 - gate, multiplicative))
 
     def get_config(self):
         return {

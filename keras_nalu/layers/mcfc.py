@@ -150,9 +150,14 @@ class MCFCMul(MCFC):
 
     `MCFC` applied to log x, plus a bias β (`bias`, zeros at first) in log
     space, exponentiated: each output is a product of powers of the inputs
-    whose exponents in each row of softmax(R) sum to at most 1. Only positive
-    inputs: the logarithm of a negative input is NaN (the authors' MulMCFC;
-    it cannot divide either). Same arguments as `MCFC`, plus the bias's.
+    whose exponents in each row of softmax(R) sum to at most 1. Its domain is
+    x >= 0. An input of 0 makes every output it has a share of exactly 0,
+    with finite gradients: 0 for the weights (the limit of y·log x as x -> 0)
+    and for that input; a share of exactly 0 (an underflowed softmax or
+    gate) leaves the output as if the input were 1 (0^0 = 1). A negative
+    input gives NaN (its logarithm), as in the authors' MulMCFC, which also
+    gives NaN gradients at 0; it cannot divide either. Same arguments as
+    `MCFC`, plus the bias's.
 
     Args:
         units: output size, an integer >= 1.
@@ -161,7 +166,7 @@ class MCFCMul(MCFC):
         **kwargs: the arguments of `MCFC`.
 
     Call arguments:
-        inputs: tensor of shape `(..., input_dim)`, positive.
+        inputs: tensor of shape `(..., input_dim)`, non-negative.
 
     Output shape: `(..., units)`.
 
@@ -202,9 +207,15 @@ class MCFCMul(MCFC):
 
     def call(self, inputs):
         kernel = self.effective_weights()["kernel"]
-        log_x = ops.log(self.to_math(inputs))
+        x = self.to_math(inputs)
+        # A factor 0 makes the product 0 (0^k = 0 for k > 0, 0^0 = 1). Written
+        # as a mask, not as log 0 = -inf: -inf would reach the gradient as
+        # 0 · -inf = NaN, where the derivative, the limit of y·log x, is 0.
+        zero = ops.equal(x, 0)
+        log_x = ops.log(ops.where(zero, ops.ones_like(x), x))
         y = ops.exp(ops.matmul(log_x, kernel) + self.to_math(self.bias))
-        return self.to_output(y)
+        has_zero = ops.greater(ops.matmul(ops.cast(zero, x.dtype), kernel), 0)
+        return self.to_output(ops.where(has_zero, ops.zeros_like(y), y))
 
     def get_config(self):
         return {

@@ -6,7 +6,11 @@ from keras import ops
 from keras_nalu._api import export
 from keras_nalu._validation import check_choice, check_positive
 from keras_nalu.initializers import clone_with_new_seed
-from keras_nalu.layers.base import resolve_initializer, resolve_regularizer
+from keras_nalu.layers.base import (
+    gated_sum,
+    resolve_initializer,
+    resolve_regularizer,
+)
 from keras_nalu.layers.nac import NACWeights, nac_weight
 from keras_nalu.layers.nac_mul import log_space_product
 
@@ -185,7 +189,7 @@ class NALU(NACWeights):
         mul_gate = self.mul_gate_values(x) if self.two_gates else 1.0 - gate
         additive = ops.matmul(x, self.kernel)
         multiplicative = log_space_product(x, self.mul_kernel, self.epsilon)
-        return self.to_output(gate * additive + mul_gate * multiplicative)
+        return self.to_output(gated_sum(gate, additive, mul_gate, multiplicative))
 
     def get_config(self):
         return {

@@ -34,10 +34,13 @@ class NMRU(ArithmeticLayer):
     W has `2·input_dim` rows, clipped to [0, 1]: row i selects x_i as a
     factor, row I + i selects 1/x_i, so W ∈ {0, 1} makes each output an exact
     product of inputs and reciprocals of inputs, e.g. x₀ / x₁. The cosine
-    gives the sign: −1 for an odd number of selected negative inputs. ε
-    keeps a zero input finite in training; at inference (`training` false)
-    the reciprocal is exact, 1/|x| (and 1/0 the largest float, so an input of
-    0 that W ignores stays ignored). The defaults are the paper's: W ~
+    gives the sign: −1 for an odd number of selected negative inputs, −0
+    counted negative. ε keeps a zero input finite in training; at inference
+    (`training` false) the reciprocal is exact, as float division: an output
+    that divides by an input of ±0 (its reciprocal weight > 0) is ±inf with
+    the sign of the quotient (1/−0 = −inf, 1/(0·0) = inf, and NaN for 0/0),
+    while an input of 0 whose reciprocal weight is 0 stays ignored. The
+    defaults are the paper's: W ~
     U[0.25, 0.75], a `Clip(0, 1)` constraint after each step and in the
     forward pass, and the NMU's linear sparsity regularizer, λ = 10 ramped
     over steps 5·10⁴ → 7.5·10⁴ (its 10-input division recipe). The authors
@@ -115,16 +118,21 @@ class NMRU(ArithmeticLayer):
     def call(self, inputs, training=None):
         x = self.to_math(inputs)
         magnitude = _ops.absolute(x)
+        kernel = self._kernel()
+        half = kernel.shape[0] // 2
         if training:
             reciprocal = 1.0 / (magnitude + self.epsilon)
         else:
-            largest = float(np.finfo(self.math_dtype).max)
-            safe = ops.where(magnitude > 0, magnitude, 1.0)
-            reciprocal = ops.where(magnitude > 0, 1.0 / safe, largest)
-        kernel = self._kernel()
+            # 1/0 = inf enters after the product: inside it, a weight of 0
+            # would make 0·inf = NaN of a zero the output does not use.
+            zero = ops.equal(magnitude, 0.0)
+            reciprocal = 1.0 / ops.where(zero, 1.0, magnitude)
         y = nmu_product(ops.concatenate([magnitude, reciprocal], axis=-1), kernel)
-        half = kernel.shape[0] // 2
-        negative = ops.cast(ops.less(x, 0.0), x.dtype) * math.pi
+        if not training:
+            divisor = ops.matmul(ops.cast(zero, x.dtype), kernel[half:])
+            y = ops.where(ops.greater(divisor, 0.0), y * math.inf, y)
+        # The sign bit, not x < 0: -0 is negative, as 1/-0 = -inf.
+        negative = ops.cast(ops.signbit(x), x.dtype) * math.pi
         sign = ops.cos(ops.matmul(negative, kernel[:half] + kernel[half:]))
         return self.to_output(y * sign)
 

@@ -55,6 +55,7 @@ SUMMARY_STATISTICS = (
     "sparsity_error_mean",
     "sparsity_error_lower",
     "sparsity_error_upper",
+    "diverged",
 )
 """Columns `summarize` adds after the group keys."""
 
@@ -266,7 +267,10 @@ def summarize(
     different budgets, swept values or engines are never pooled unless `by`
     says so (`pooled_columns` names what a `by` pools). A run listed twice
     (the same configuration, engine and seed) is refused, never counted
-    twice. Groups keep their order of first appearance. Solved-at and
+    twice. Groups keep their order of first appearance. `diverged` counts
+    the runs whose loss diverged (their `diverged` column, which a sweep's
+    results file always has; missing, `<NA>`, where the results have no such
+    column); they are in `n` and count as unsolved. Solved-at and
     sparsity error use only the runs whose `success` is true, as in the
     paper; a group with no success has NaN there. The beta-MLE interval of
     the sparsity error needs errors in [0, 0.5], which bounded weights (NAU,
@@ -288,7 +292,7 @@ def summarize(
         (`n`, `success_rate`, `success_lower`, `success_upper`,
         `solved_at_median`, `solved_at_mean`, `solved_at_lower`,
         `solved_at_upper`, `sparsity_error_mean`, `sparsity_error_lower`,
-        `sparsity_error_upper`).
+        `sparsity_error_upper`, `diverged`).
 
     Example:
 
@@ -312,7 +316,12 @@ def summarize(
             f"summarize expects columns {missing}, which the results lack. "
             f"Found columns: {list(results.columns)}"
         )
-    success = _as_success(results["success"], source="results")
+    success = _as_flags(results["success"], source="results")
+    diverged = (
+        _as_flags(results["diverged"], source="results", name="diverged")
+        if "diverged" in results
+        else pd.Series(pd.NA, index=results.index, dtype="boolean")
+    )
     repeated = _repeated_run(results)
     if repeated is not None:
         first, again = (results.index[position] for position in repeated)
@@ -322,7 +331,9 @@ def summarize(
             "counts twice."
         )
     rows = []
-    grouped = results.assign(success=success).groupby(by, sort=False, dropna=False)
+    grouped = results.assign(success=success, _diverged=diverged).groupby(
+        by, sort=False, dropna=False
+    )
     for keys, group in grouped:
         solved = group[group["success"]]
         successes = int(group["success"].sum())
@@ -343,10 +354,11 @@ def summarize(
                 sparsity["mean"],
                 sparsity["lower"],
                 sparsity["upper"],
+                group["_diverged"].sum(skipna=False),
             )
         )
     summary = pd.DataFrame(rows, columns=[*by, *SUMMARY_STATISTICS])
-    return summary.astype({"n": "int64"})
+    return summary.astype({"n": "int64", "diverged": "Int64"})
 
 
 def _sparsity_error_or_mean(errors: pd.Series, confidence: float) -> dict:
@@ -359,7 +371,7 @@ def _sparsity_error_or_mean(errors: pd.Series, confidence: float) -> dict:
 
 def _coerce_columns(results: pd.DataFrame, source: str, lines=None) -> pd.DataFrame:
     results = results.copy()
-    results["success"] = _as_success(results["success"], source, lines)
+    results["success"] = _as_flags(results["success"], source, lines)
     for column in _NUMERIC_COLUMNS:
         numbers = pd.to_numeric(results[column], errors="coerce")
         bad = numbers.isna() & results[column].notna()
@@ -378,8 +390,11 @@ def _where(bad: pd.Series, lines) -> str:
     return "" if lines is None else f"line {first_bad_line(bad, lines)}: "
 
 
-def _as_success(column: pd.Series, source: str, lines=None) -> pd.Series:
-    """`success` as bool: accepts booleans, 0/1 and the strings true/false."""
+def _as_flags(
+    column: pd.Series, source: str, lines=None, name: str = "success"
+) -> pd.Series:
+    """A column of flags (`success`, `diverged`) as bool: accepts booleans,
+    0/1 and the strings true/false."""
     if pd.api.types.is_bool_dtype(column):
         return column.astype(bool)
     words = column.astype(str).str.strip().str.lower()
@@ -389,7 +404,7 @@ def _as_success(column: pd.Series, source: str, lines=None) -> pd.Series:
     if converted.isna().any():
         bad = column[converted.isna()].head(3).tolist()
         raise ValueError(
-            f"{source}: {_where(converted.isna(), lines)}column 'success' must "
+            f"{source}: {_where(converted.isna(), lines)}column {name!r} must "
             f"be true/false (or 1/0) for every run. Received values like {bad}"
         )
     return converted.astype(bool)

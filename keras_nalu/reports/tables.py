@@ -25,7 +25,8 @@ def to_markdown(summary: pd.DataFrame) -> str:
     """A GitHub-flavoured Markdown table in the layout of Madsen & Johansen's (2020)
     Table 2.
 
-    One row per group; the success rate reads `98% [93%, 99%]`, the solved-at
+    One row per group: its runs, those of them that diverged, then the
+    paper's statistics; the success rate reads `98% [93%, 99%]`, the solved-at
     median `1.4e+06`, the solved-at and sparsity means `1.5e+06 [1.3e+06,
     1.7e+06]`; `—` marks a statistic without data (no seed solved the task).
 
@@ -43,7 +44,7 @@ def to_markdown(summary: pd.DataFrame) -> str:
     ...     "success": [True, False], "solved_at": [1000, None],
     ...     "sparsity_error": [1e-3, 0.3]})
     >>> print(to_markdown(summarize(runs)).splitlines()[2])
-    | mul | nmu | 2 | 50% [9%, 91%] | 1.0e+03 | 1.0e+03 | 1.0e-03 |
+    | mul | nmu | 2 | — | 50% [9%, 91%] | 1.0e+03 | 1.0e+03 | 1.0e-03 |
     """
     keys, header = _layout(summary)
     lines = [
@@ -83,11 +84,11 @@ def to_latex(summary: pd.DataFrame) -> str:
     ...     "operation": ["mul"] * 2, "model": ["nac_mul"] * 2,
     ...     "success": [True, False], "solved_at": [1000, None],
     ...     "sparsity_error": [1e-3, 0.3]})
-    >>> to_latex(summarize(runs)).splitlines()[4].split(" & ")[:5]
-    ['mul', 'nac\\_mul', '2', '50\\% [9\\%, 91\\%]', '$1.0 \\cdot 10^{3}$']
+    >>> to_latex(summarize(runs)).splitlines()[4].split(" & ")[:6]
+    ['mul', 'nac\\_mul', '2', '---', '50\\% [9\\%, 91\\%]', '$1.0 \\cdot 10^{3}$']
     """
     keys, header = _layout(summary)
-    alignment = "l" * len(keys) + "r" + "l" * (len(header) - len(keys) - 1)
+    alignment = "l" * len(keys) + "rr" + "l" * (len(header) - len(keys) - 2)
     lines = [
         f"\\begin{{tabular}}{{{alignment}}}",
         "\\toprule",
@@ -260,6 +261,7 @@ def _layout(summary: pd.DataFrame) -> tuple[list[str], list[str]]:
     header = [
         *keys,
         "n",
+        "diverged",
         "success rate",
         "solved at: median",
         "solved at: mean",
@@ -269,8 +271,10 @@ def _layout(summary: pd.DataFrame) -> tuple[list[str], list[str]]:
 
 
 def _formatted_statistics(row: Mapping, number, percent: str) -> list[str]:
+    diverged = row["diverged"]
     return [
         str(int(row["n"])),
+        number(math.nan) if pd.isna(diverged) else str(int(diverged)),
         _success_cell(row, number, percent),
         number(row["solved_at_median"]),
         _interval_cell(

@@ -84,8 +84,10 @@ class RecurrentArithmeticTask(SubsetSumTask):
     def _steps(self, split: str) -> int:
         return self.test_length if split == "extrapolation" else self.train_length
 
-    def _steps_note(self) -> str:
-        return f" over test_length={self.test_length} steps"
+    def _steps_note(self, split: str) -> str:
+        if split == "extrapolation":
+            return f" over test_length={self.test_length} steps"
+        return f" over train_length={self.train_length} steps"
 
     def _example_shape(self, split: str, length: int | None = None) -> tuple:
         return (length or self._steps(split), self.input_size)

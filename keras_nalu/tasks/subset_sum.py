@@ -44,7 +44,7 @@ class SubsetSumTask(TaskChecks, SubsetGeometry, TaskSampling):
     def _steps(self, split: str) -> int:
         return 1
 
-    def _steps_note(self) -> str:
+    def _steps_note(self, split: str) -> str:
         return ""
 
     # --- data -------------------------------------------------------------

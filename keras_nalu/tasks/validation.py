@@ -20,6 +20,10 @@ from keras_nalu.tasks.sampling import SPLITS
 # rounding errors larger than the paper's success thresholds.
 _FLOAT32_EXACT_LIMIT = 2.0**24
 
+# float32's largest number, (2 - 2**-23)·2**127: the tasks' data are float32,
+# so a target beyond it is inf.
+_FLOAT32_MAX = (2.0 - 2.0**-23) * 2.0**127
+
 
 def _check_ratio(owner: str, name: str, value, allow_zero: bool) -> float:
     valid = (
@@ -42,7 +46,8 @@ class TaskChecks:
 
     `__post_init__` checks every field, derives the subsets and refuses an
     operation outside its domain (division by a sum that can be 0, the root
-    of negative sums) or warns about risky ones.
+    of negative sums, targets beyond float32's largest number) or warns
+    about risky ones.
     """
 
     def __post_init__(self):
@@ -105,25 +110,28 @@ class TaskChecks:
                     f"allow_zero_divisor=True. Received: {name}={value_range}"
                 )
             if self.operation == "root" and value_range.lower < 0:
-                if value_range.upper <= 0:
-                    raise ValueError(
-                        f"{owner} with operation='root' expects {name} to allow "
-                        "a >= 0; every subset sum is negative and its root is NaN. "
-                        f"Received: {name}={value_range}"
-                    )
-                warnings.warn(
-                    f"{owner} with operation='root': {name}={value_range} allows "
-                    "negative sums a, whose root is NaN.",
-                    stacklevel=4,
+                raise ValueError(
+                    f"{owner} with operation='root' expects {name} to hold no "
+                    "negative numbers: the root of a negative subset sum is NaN, "
+                    f"a target no model can fit. Received: {name}={value_range}"
                 )
-        bound = self._target_bound()
+            bound = self._target_bound(split)
+            if bound > _FLOAT32_MAX:
+                raise ValueError(
+                    f"{owner} with operation={self.operation!r} expects {name} to "
+                    f"give targets within float32 (|t| <= {_FLOAT32_MAX:.4g}); it "
+                    f"gives targets up to {bound:.3g}{self._steps_note(split)}, which "
+                    "are inf in float32: any model's error on them is inf or NaN. "
+                    f"Received: {name}={value_range}"
+                )
+        bound = self._target_bound("extrapolation")
         if bound > _FLOAT32_EXACT_LIMIT:
             warnings.warn(
                 f"{owner} with operation={self.operation!r} can produce targets "
                 f"up to {bound:.3g} on extrapolation_range="
-                f"{self.extrapolation_range}{self._steps_note()}, beyond "
-                "float32's exact-integer "
-                "range (2**24): rounding alone makes the MSE large.",
+                f"{self.extrapolation_range}{self._steps_note('extrapolation')}, "
+                "beyond float32's exact-integer range (2**24): rounding alone "
+                "makes the MSE large.",
                 stacklevel=4,
             )
 
@@ -134,10 +142,10 @@ class TaskChecks:
             return any(lo <= 0 <= hi for lo, hi in value_range.parts)
         return value_range.lower <= 0 <= value_range.upper
 
-    def _target_bound(self) -> float:
-        """An upper bound of |t| over the extrapolation set (0 if unbounded)."""
-        value_range = self.extrapolation_range
-        steps = self._steps("extrapolation")
+    def _target_bound(self, split: str) -> float:
+        """An upper bound of |t| over `split`'s range (0 for ÷ and √)."""
+        value_range = getattr(self, f"{split}_range")
+        steps = self._steps(split)
         largest = max(abs(value_range.lower), abs(value_range.upper))
         sums = [steps * (end - start) * largest for start, end in self.subsets]
         if self.operation in ("add", "sub"):

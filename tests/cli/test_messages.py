@@ -64,6 +64,23 @@ def folder(tmp_path, monkeypatch):
         (["train", "--subset-ratio", "0.9"], "--subset-ratio 0.9"),
         (["train", "--sparsity-start", "5", "--sparsity-end", "3"], "--sparsity-st"),
         (["sweep", "--grid", "iterations=0", "--no-backup"], "Received: iterations=0"),
+        (
+            ["train", "--model", "nmu", "--operation", "mul"]
+            + ["--interpolation-range", "U[1e20,1e21]"]
+            + ["--extrapolation-range", "U[1e21,1e22]"],
+            "targets up to 6.25e+44, which are inf in float32: any model's error "
+            "on them is inf or NaN. Received: --interpolation-range U[1e+20, 1e+21]",
+        ),
+        (
+            ["train", "--operation", "root", "--extrapolation-range", "U[-1,6]"],
+            "a run with --operation 'root' expects --extrapolation-range to hold no "
+            "negative numbers",
+        ),
+        (
+            ["sweep", *GRID, "--grid", "operation=mul"]
+            + ["--grid", "extrapolation_range=U[1e21,1e22]"],
+            "Received: extrapolation_range=U[1e+21, 1e+22]",
+        ),
     ],
 )
 def test_errors_name_the_flag_or_file_not_the_package_inside(

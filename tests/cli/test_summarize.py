@@ -50,7 +50,8 @@ def test_two_configurations_and_two_engines_are_four_rows(tmp_path, capsys):
         ["add", "nau", "200", "tensorflow", "4"],
         ["add", "nau", "200", "jax", "4"],
     ]
-    assert all(cells[5].startswith("50% ") for cells in body)
+    assert all(cells[5] == "—" for cells in body)  # no `diverged` column
+    assert all(cells[6].startswith("50% ") for cells in body)
     written = pd.read_csv(tmp_path / "results.summary.csv")
     assert list(written["n"]) == [4, 4, 4, 4]
 

@@ -222,6 +222,31 @@ def test_explain_command_on_a_missing_file_is_one_line(tmp_path):
 
 # -- what `latest`, the version TF Serving serves, may become ---------------------
 
+
+def test_the_verdict_line_labels_the_last_evaluations_mse_as_an_mse():
+    from keras_nalu.cli.train import verdict_line
+
+    record = {
+        "name": "nac-mul-seed0",
+        "diverged": True,
+        "success": False,
+        "extrapolation_mse": 3.5,
+        "threshold": 0.16,
+        "best_step": 1000,
+        "final_step": 3000,
+        "final_extrapolation_mse": float("nan"),
+        "iterations": 3000,
+        "wall_time": 4.2,
+    }
+    assert verdict_line(record) == (
+        "nac-mul-seed0: DIVERGED; extrapolation MSE 3.5 vs threshold 0.16 at step "
+        "1000 (best validation), nan at the last evaluation, step 3000; 3000 steps "
+        "in 4 s"
+    )
+    record["final_step"] = None
+    assert ", no evaluation; 3000 steps" in verdict_line(record)
+
+
 TINY = ["--model", "nau", "--input-size", "10", "--iterations", "100"]
 TINY += ["--eval-every", "100", "--quiet", "--name", "served"]
 
@@ -239,6 +264,30 @@ def served(tmp_path):
 
 def manifest_of(export_dir: Path) -> dict:
     return json.loads((export_dir / "served" / "manifest.json").read_text())
+
+
+def test_an_onnx_export_beside_served_saved_models_is_refused_first(
+    tmp_path, served, capsys
+):
+    from keras_nalu import cli
+
+    argv = [*TINY, "--output-dir", tmp_path / "runs", "--export-dir", served]
+    code = cli.main(["train", *map(str, argv), "--export-format", "onnx"])
+    err = capsys.readouterr().err
+    assert code != 0
+    assert err.startswith(
+        f"keras-nalu train: error: {served / 'served'} holds SavedModel versions "
+        "(1); a model folder holds one format"
+    )
+    assert err.rstrip().endswith(
+        "export the ONNX model under another name. Received: --name 'served'"
+    )
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "runs").exists()  # refused before training
+    assert sorted(p.name for p in (served / "served").iterdir()) == [
+        "1",
+        "manifest.json",
+    ]
 
 
 def test_an_unsolved_run_does_not_become_the_served_version(tmp_path, served, capsys):

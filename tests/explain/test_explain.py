@@ -2,6 +2,7 @@
 
 import dataclasses
 import sys
+import warnings
 
 import keras
 import numpy as np
@@ -326,6 +327,54 @@ def test_free_nalu_gate_is_written_out_and_approximate():
     assert not explanation.discrete
     assert explanation.deviations == []
     assert "gate g0 of nalu (unit 0) is not saturated" in str(explanation)
+
+
+def test_weights_that_are_not_finite_are_named_not_a_finite_one():
+    model = keras.Sequential(
+        [keras.Input((3,)), NAU(2, name="nau"), NMU(1, name="nmu")], name="m"
+    )
+    model.get_layer("nau").kernel.assign([[1.0, 0.0], [0.81, 1.0], [0.0, 1.0]])
+    model.get_layer("nmu").kernel.assign([[np.nan], [np.inf]])
+
+    explanation = explain(model)
+
+    assert str(explanation) == (
+        "no formula: 2 weights are not finite: m/nmu/kernel[0,0] = nan, "
+        "m/nmu/kernel[1,0] = inf"
+    )
+    assert explanation.non_finite == [
+        ("m/nmu/kernel", (0, 0), pytest.approx(np.nan, nan_ok=True)),
+        ("m/nmu/kernel", (1, 0), np.inf),
+    ]
+    assert np.isnan(explanation.max_deviation) and not explanation.discrete
+    assert not explanation.matches_model
+
+
+def test_a_linear_chain_that_is_not_finite_is_named_without_numpy_warnings():
+    model = keras.Sequential(
+        [
+            keras.Input((3,)),
+            keras.layers.Dense(2, use_bias=False, name="hidden"),
+            keras.layers.Dense(1, use_bias=False, name="output"),
+        ],
+        name="linear",
+    )
+    model.get_layer("hidden").kernel.assign(np.full((3, 2), np.nan, "float32"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # NaN cast to integers
+        explanation = explain(model)
+    assert str(explanation).startswith(
+        "no formula: 6 weights are not finite: linear/hidden/kernel[0,0] = nan, "
+    )
+    assert str(explanation).endswith("and 3 more")
+
+
+def test_a_nalu_gate_that_is_not_finite_is_named_not_called_free():
+    model = nalu_model([np.nan, -20.0])
+    explanation = explain(model)
+    assert "not saturated" not in str(explanation)
+    assert str(explanation).count("1 weight is not finite: ") == 2
+    assert "nalu/gate_bias[0] = nan" in str(explanation)
 
 
 def test_nalu_gate_is_judged_on_sample_inputs():

@@ -371,14 +371,14 @@ def npu(layer, x):
 
 def nmru(layer, x):
     """∏_j (W_j·z_j + 1 - W_j) · cos(π Σ_i [x_i < 0](W_i + W_(I+i))), z = [|x|,
-    1/|x|] (Mistry et al. 2021), at inference: the exact reciprocal."""
+    1/|x|] (Mistry et al. 2021), at inference: the exact reciprocal; −0 < 0."""
     x = np.asarray(x, "float64")
     kernel = clip_like(layer.kernel_constraint, weight(layer, "kernel"), 0.0, 1.0)
     with np.errstate(divide="ignore"):
         z = np.concatenate([np.abs(x), 1.0 / np.abs(x)], axis=-1)[..., :, None]
     magnitude = np.prod(kernel * z + 1.0 - kernel, axis=-2)
     half = kernel.shape[0] // 2
-    negative = np.pi * (x < 0)
+    negative = np.pi * np.signbit(x)
     return magnitude * np.cos(negative @ (kernel[:half] + kernel[half:]))
 
 

@@ -90,6 +90,24 @@ def test_saturated_gate_selects_one_unit_exactly():
     np.testing.assert_allclose(to_numpy(layer(x)), [[12.0]])
 
 
+def test_a_saturated_gate_shuts_out_a_path_that_overflows():
+    """σ(x·G) is exactly 1 (or 0) in float32: the output is the open path's,
+    as σ(x·G)·a + (1 - σ(x·G))·m is, not 0·inf = NaN of the shut path."""
+    layer = GatedNAUNMU(1)
+    layer.build((None, 2))
+    _ = layer.nau.kernel.assign([[1.0], [1.0]])
+    _ = layer.nmu.kernel.assign([[1.0], [1.0]])
+    x = np.array([[1e20, 1e20]], "float32")  # the NMU's 1e40 overflows
+    _ = layer.gate.assign([[1.0], [1.0]])
+    np.testing.assert_allclose(to_numpy(layer(x)), [[2e20]], rtol=1e-6)
+    _ = layer.gate.assign([[0.0], [0.0]])  # half open: the output overflows
+    assert to_numpy(layer(x))[0, 0] == np.inf
+    _ = layer.nmu.kernel.assign([[1.0], [0.0]])
+    big = np.array([[3e38, 3e38]], "float32")  # the NAU's 6e38 overflows
+    _ = layer.gate.assign([[-1.0], [-1.0]])
+    np.testing.assert_allclose(to_numpy(layer(big)), [[3e38]], rtol=1e-6)
+
+
 def test_callbacks_and_sparsity_error_see_the_sublayers():
     model = keras.Sequential([keras.Input((2,)), GatedNAUNMU(1)])
     layer = model.layers[0]

@@ -8,7 +8,7 @@ import pytest
 from keras_nalu import regularizers
 from keras_nalu.evaluation.sparsity import effective_weights
 from keras_nalu.layers import MCFC, MCFCMul
-from tests.backend import requires_tensorflow, to_numpy
+from tests.backend import gradients, requires_tensorflow, to_numpy
 from tests.layers import contract
 from tests.layers.contract import (
     check_export_round_trip,
@@ -128,6 +128,41 @@ def test_the_log_space_form_takes_positive_inputs_only():
     layer = MCFCMul(1)
     y = to_numpy(layer(np.array([[-2.0, 3.0]], "float32")))
     assert np.isnan(y).all()
+
+
+def test_an_input_of_zero_gives_an_exact_zero_and_finite_gradients():
+    """0^k = 0 for every k > 0, so the weights' gradient there is 0, not the
+    0 · log 0 = 0 · -inf = NaN of the plain formula."""
+    junction = [[0.5, -1.0], [0.0, 2.0]]  # every share > 0
+    layer = hand_set(MCFCMul, junction, [1.0, -0.5], [0.0, 0.0])
+    layer.bias.assign([0.1, -0.2])
+    x = np.array([[0.0, 3.0], [-0.0, 0.5], [2.0, 3.0]], "float32")
+    np.testing.assert_array_equal(to_numpy(layer(x))[:2], 0.0)
+    variables = [layer.junction, layer.gate_kernel, layer.gate_bias, layer.bias]
+    by_weights = gradients(lambda x: keras.ops.sum(layer(x)), variables, [x])
+    assert all(np.isfinite(grad).all() for grad in by_weights)
+    np.testing.assert_array_equal(by_weights[-1][:2], 0.0)  # that input's, too
+    # y is 0 for every weight near these: the rows with a 0 add nothing.
+    without = gradients(lambda x: keras.ops.sum(layer(x)), variables, [x[2:]])
+    for grad, grad_without in zip(by_weights[:-1], without[:-1]):
+        np.testing.assert_allclose(grad, grad_without, rtol=1e-6, atol=1e-7)
+
+
+def test_a_share_of_exactly_zero_leaves_a_zero_input_out():
+    big = 100.0  # softmax gives exactly 0 and 1: exp(-200) underflows float32
+    layer = hand_set(MCFCMul, [[big, -big], [-big, big]], [30.0, 30.0], [0.0, 0.0])
+    y = to_numpy(layer(np.array([[0.0, 5.0]], "float32")))
+    np.testing.assert_allclose(y, [[0.0, 5.0]], rtol=1e-6)  # 0^1, and 0^0 · 5^1
+
+
+def test_a_fit_on_inputs_with_a_zero_keeps_finite_weights():
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((2,)), MCFCMul(1)])
+    model.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")
+    x = np.array([[0.0, 2.0], [1.0, 2.0], [3.0, 0.5]], "float32")
+    history = model.fit(x, x.prod(axis=1), epochs=2, batch_size=3, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()
+    assert all(np.isfinite(to_numpy(w)).all() for w in model.weights)
 
 
 @pytest.mark.parametrize("name", list(UNITS))

@@ -99,6 +99,12 @@ def test_saturated_gate_selects_the_additive_or_multiplicative_path():
     )
 
 
+def test_a_saturated_gate_shuts_out_a_path_that_overflows():
+    x = np.array([[1e20, 1e20]], "float32")  # NAC•: exp(92) overflows
+    additive = hand_set([[1.0], [1.0]], gate=40.0)
+    np.testing.assert_allclose(to_numpy(additive(x)), [[2e20]], rtol=1e-6)
+
+
 def test_half_open_gate_averages_the_paths():
     x = np.random.default_rng(1).uniform(1.0, 2.0, (64, 2)).astype("float32")
     y = to_numpy(hand_set([[1.0], [1.0]], gate=0.0)(x))

@@ -139,6 +139,31 @@ def test_a_zero_input_stays_finite_in_training_and_ignored_when_unselected():
     np.testing.assert_allclose(to_numpy(ignores_zero(x, training=True)), [[3.0]])
 
 
+def test_at_inference_a_zero_divides_as_float_division_sign_included():
+    # rows: x0, x1, 1/x0, 1/x1; columns: 1/x0, x1/x0, 1/(x0·x1), x0/x1, x1
+    kernel = [
+        [0.0, 0.0, 0.0, 1.0, 0.0],
+        [0.0, 1.0, 0.0, 0.0, 1.0],
+        [1.0, 1.0, 1.0, 0.0, 0.0],
+        [0.0, 0.0, 1.0, 1.0, 0.0],
+    ]
+    layer = hand_set(kernel)
+    zeros = [0.0, -0.0]
+    x = np.array([*itertools.product(zeros, [3.0, -3.0, *zeros]), [2.0, -0.0]])
+    x = x.astype("float32")
+    a, b = x[:, 0].astype("float64"), x[:, 1].astype("float64")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expected = np.stack([1.0 / a, b / a, 1.0 / (a * b), a / b, b], axis=1)
+    numbers = ~np.isnan(expected)
+    for dtype in ("float32", "float64"):
+        y = to_numpy(hand_set(kernel, dtype=dtype)(x.astype(dtype)))
+        np.testing.assert_array_equal(y, expected)  # ±inf, NaN where 0/0
+        assert np.array_equal(np.signbit(y[numbers]), np.signbit(expected[numbers]))
+    in_training = to_numpy(layer(x, training=True))
+    assert np.isfinite(in_training[:, :3]).all()
+    assert np.array_equal(np.signbit(in_training[:, 0]), np.signbit(a))
+
+
 def test_forward_pass_clips_the_kernel():
     x = np.random.default_rng(2).uniform(0.5, 3.0, (16, 2)).astype("float32")
     outside = hand_set([[2.0], [-0.5], [0.0], [1.0]])

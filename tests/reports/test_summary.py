@@ -85,8 +85,44 @@ def test_summarize_counts_rates_and_only_solved_seeds(runs):
     assert math.isnan(nac_mul["solved_at_lower"])
 
     assert (nau["success_rate"], nau["success_lower"]) == (0.0, 0.0)
-    for column in SUMMARY_STATISTICS[4:]:
+    for column in SUMMARY_STATISTICS[4:-1]:
         assert math.isnan(nau[column]), column
+    assert summary["diverged"].isna().all()  # the runs have no such column
+
+
+def test_diverged_runs_are_counted_in_n_and_shown(runs):
+    runs = runs.assign(diverged=[False, False, False, True, False, True, "1", 0])
+    summary = summarize(runs, by=TABLE_2)
+    assert list(summary["diverged"]) == [1, 1, 1]
+    assert list(summary["n"]) == [4, 2, 2]
+    rows = to_markdown(summary).splitlines()
+    assert rows[0].startswith("| operation | model | n | diverged | success rate |")
+    assert rows[2].startswith("| mul | nmu | 4 | 1 | 75% [30%, 95%] |")
+    assert "\nmul & nmu & 4 & 1 & 75\\%" in to_latex(summary)
+    with pytest.raises(ValueError, match="column 'diverged' must be true/false"):
+        summarize(runs.assign(diverged="maybe"), by=TABLE_2)
+
+
+def test_a_sweeps_summary_counts_its_diverged_runs(tmp_path):
+    """The NALU on + and × of the committed Table 2 sweep: 15 and 23 of 100
+    runs diverged."""
+    from keras_nalu.reports.tables import summary_markdown
+    from keras_nalu.sweeps.runner import SweepOutcome
+
+    table2 = EXAMPLE.parents[2] / "benchmarks" / "results" / "table2" / "results.csv"
+    rows = load_results(table2)
+    nalu = rows["model"].eq("nalu") & rows["max_iterations"].eq(50_000)
+    rows = rows[nalu & rows["operation"].isin(["add", "mul"])]
+    assert len(rows) == 200
+    path = tmp_path / "results.csv"
+    rows.to_csv(path, index=False)
+    outcome = SweepOutcome(path, rows, 0, len(rows), ("operation", "model"))
+    table = summary_markdown(outcome).splitlines()
+    assert table[0].startswith("| operation | model | n | diverged | success rate |")
+    assert [line.split(" | ")[:4] for line in table[2:]] == [
+        ["| add", "nalu", "100", "15"],
+        ["| mul", "nalu", "100", "23"],
+    ]
 
 
 def test_unbounded_weights_get_the_plain_sparsity_mean(runs):
@@ -126,25 +162,25 @@ def test_markdown_layout(runs):
     text = to_markdown(summarize(runs, by=TABLE_2))
     lines = text.splitlines()
     assert len(lines) == 2 + 3
-    assert lines[0].startswith("| operation | model | n | success rate |")
+    assert lines[0].startswith("| operation | model | n | diverged | success rate |")
     nmu = lines[2].split(" | ")
-    assert nmu[:4] == ["| mul", "nmu", "4", "75% [30%, 95%]"]
-    assert nmu[4] == "2.0e+03"
-    assert nmu[5].startswith("2.3e+03 [")
-    assert lines[4].startswith("| add | nau | 2 | 0% [0%, 66%] | — | — | —")
+    assert nmu[:5] == ["| mul", "nmu", "4", "—", "75% [30%, 95%]"]
+    assert nmu[5] == "2.0e+03"
+    assert nmu[6].startswith("2.3e+03 [")
+    assert lines[4].startswith("| add | nau | 2 | — | 0% [0%, 66%] | — | — | —")
 
 
 def test_latex_layout(runs):
     text = to_latex(summarize(runs, by=TABLE_2))
-    assert text.startswith("\\begin{tabular}{llrllll}\n\\toprule\n")
+    assert text.startswith("\\begin{tabular}{llrrllll}\n\\toprule\n")
     assert text.rstrip().endswith("\\bottomrule\n\\end{tabular}")
     rows = [line for line in text.splitlines() if line.endswith("\\\\")]
     assert len(rows) == 1 + 3
     assert rows[1].startswith(
-        "mul & nmu & 4 & 75\\% [30\\%, 95\\%] & $2.0 \\cdot 10^{3}$"
+        "mul & nmu & 4 & --- & 75\\% [30\\%, 95\\%] & $2.0 \\cdot 10^{3}$"
     )
     # The operation is printed once per block; blocks are separated by a rule.
-    assert rows[2].startswith(" & nac\\_mul & 2 & 50\\%")
+    assert rows[2].startswith(" & nac\\_mul & 2 & --- & 50\\%")
     assert "\\midrule\nadd & nau" in text
     assert rows[3].endswith("& --- & --- & --- \\\\")
 
@@ -230,9 +266,9 @@ def test_single_numeric_key_keeps_its_type_and_needs_no_blocks(runs):
     summary = summarize(runs, by="hidden_size")
     assert list(summary["hidden_size"]) == [2, 4]
     markdown = to_markdown(summary).splitlines()
-    assert markdown[2].startswith("| 2 | 6 | 50% [")
+    assert markdown[2].startswith("| 2 | 6 | — | 50% [")
     latex = to_latex(summary)
-    assert "\n4 & 2 & 50\\%" in latex
+    assert "\n4 & 2 & --- & 50\\%" in latex
     assert latex.count("\\midrule") == 1
 
 

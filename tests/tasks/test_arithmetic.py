@@ -311,6 +311,26 @@ BAD_CONFIGS = [
         {"operation": "root", "extrapolation_range": "U[-6,-2]"},
         ["extrapolation_range=U[-6, -2]", "root"],
     ),
+    (
+        {"operation": "root", "interpolation_range": "U[-2,2]"},
+        ["interpolation_range to hold no negative numbers", "Received: inter"],
+    ),
+    (
+        {"operation": "mul", "interpolation_range": "U[1e20,1e21]"},
+        ["interpolation_range to give targets within float32", "6.25e+44"],
+    ),
+    (
+        {"operation": "mul", "extrapolation_range": "U[1e21,1e22]"},
+        ["Received: extrapolation_range=U[1e+21, 1e+22]", "inf in float32"],
+    ),
+    (
+        {"operation": "squared", "extrapolation_range": "U[-1e18,1]"},
+        ["extrapolation_range=U[-1e+18, 1]", "6.25e+38"],
+    ),
+    (
+        {"operation": "add", "extrapolation_range": "U[1e37,3e38]"},
+        ["extrapolation_range=U[1e+37, 3e+38]", "1.5e+40"],
+    ),
 ]
 
 
@@ -322,9 +342,12 @@ def test_bad_configs_raise_naming_parameter_and_value(config, fragments):
         assert fragment in str(info.value)
 
 
-def test_root_with_negative_values_warns():
-    with pytest.warns(UserWarning, match=r"interpolation_range=U\[-2, 2\]"):
-        ArithmeticTask("root", interpolation_range="U[-2,2]")
+def test_targets_up_to_float32s_largest_number_are_accepted():
+    # a·b over 25 inputs of U[1e17, 7e17]: up to (25 · 7e17)² = 3.06e38
+    with pytest.warns(UserWarning, match="2\\*\\*24"):
+        ArithmeticTask("mul", extrapolation_range="U[1e17,7e17]")
+    with pytest.raises(ValueError, match="up to 4e\\+38"):
+        ArithmeticTask("mul", extrapolation_range="U[1e17,8e17]")
 
 
 @pytest.mark.parametrize(

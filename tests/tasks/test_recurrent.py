@@ -146,6 +146,14 @@ def test_long_multiplication_warns():
             ["extrapolation_range=U[-6, -2] ∪ U[2, 6]"],
         ),
         ({"explicit_subsets": ((0, 11),)}, ["explicit_subsets=((0, 11),)"]),
+        (  # (2 · 10 · 1e18)² over the 10 training steps
+            {"operation": "mul", "interpolation_range": "U[1,1e18]"},
+            ["up to 4e+38 over train_length=10 steps", "interpolation_range=U[1,"],
+        ),
+        (
+            {"operation": "mul", "test_length": 10**6, "extrapolation_range": "1,1e13"},
+            ["over test_length=1000000 steps", "=U[1, 10000000000000]"],
+        ),
     ],
 )
 def test_bad_configs(config, fragments):
