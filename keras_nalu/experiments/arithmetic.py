@@ -261,6 +261,15 @@ class ExperimentConfig:
         return f"{base}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
 
 
+REFERENCE_SETTINGS = {"epsilon": 1e-8, "steps_per_execution": 1}
+"""The reference code's training step, as `ExperimentConfig` fields: Adam's
+ε = 10⁻⁸ (PyTorch's; Keras adds it where the paper's PyTorch 1.2 did, before
+the bias correction) and λ(t) recomputed every step, not held over blocks
+of 50. `ExperimentConfig(**REFERENCE_SETTINGS, ...)` (or `--grid
+epsilon=1e-8 --grid steps_per_execution=1`, or `benchmarks/paper.py
+--reference-settings`) trains any preset so; its runs get their own
+`config_id`. docs/protocol.md lists the differences and their sizes."""
+
 LATER_FIELDS = {"epsilon": None, "task_name": "arithmetic"}
 """Fields added after results files existed, with their defaults: at the
 default a field stays out of `config_id` (and out of a backup's identity),
