@@ -90,6 +90,8 @@ def test_every_step_and_evaluation_equal_the_reference_codes(names):
         # Near a solution the MSE is a difference of nearly equal numbers:
         # 10⁻⁹ of it is ~10⁻¹⁵ of the targets' scale.
         verdicts = _check_evaluations(replayed["run"], names, rtol=1e-9)
+    differences = replay.weight_differences(replayed, names)
+    assert max(differences) <= EXACT, dict(zip(names, differences))
     for r, name in enumerate(names):
         arrays = replay.record(name)
         assert (replayed["hashes"][r] == arrays["batch_hash"]).all(), name
@@ -102,8 +104,6 @@ def test_every_step_and_evaluation_equal_the_reference_codes(names):
         np.testing.assert_allclose(
             replayed["loss"][:, r], arrays["loss"], rtol=1e-6, err_msg=name
         )
-    differences = replay.weight_differences(replayed, names)
-    assert max(differences) <= EXACT, dict(zip(names, differences))
     if names == NEAR:
         assert verdicts == {False, True}  # it starts unsolved and ends solved
 
