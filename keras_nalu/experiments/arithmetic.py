@@ -101,8 +101,11 @@ class ExperimentConfig:
     succeeds as fast but sparsifies over ~10⁶ steps).
 
     `epsilon` is the optimizer's ε; None keeps Keras' 10⁻⁷. The papers' PyTorch
-    code ran Adam with 10⁻⁸ (Keras adds ε before Adam's bias correction,
-    PyTorch after, so the two agree only once that correction is near 1).
+    code ran Adam with 10⁻⁸ (Keras adds ε before Adam's bias correction, as
+    the PyTorch of the paper's runs did; PyTorch 1.3 and later add it after).
+    `steps_per_execution` also sets how long λ(t) is held: 1 recomputes it
+    every step, as the reference code does. `REFERENCE_SETTINGS` holds both
+    of the reference's values.
 
     `task_name` picks the task: "arithmetic" (the default) or "simple", the
     10-parameter function t = (x₁ + x₂)·(x₁ + x₂ + x₃ + x₄) of Madsen &
