@@ -545,8 +545,9 @@ def _speed_table(entry: dict, key: str, unit: str) -> str:
 def _adam_table(entry: dict) -> str:
     header = ["step", "√v̂: min", "0.1 %", "1 %", "10 %", "median"]
     header += ["steps ε changes > 1 %", "of those, off the bounds", "at a bound"]
-    rows = []
-    for step, point in entry["points"].items():
+    rows, points = [], list(entry["points"].items())
+    stride = math.ceil(len(points) / 10)  # about ten rows; the note reads all
+    for step, point in points[stride - 1 :: stride]:
         q = point["sqrt_v_hat_quantiles"]
         rows.append(
             [
@@ -560,8 +561,9 @@ def _adam_table(entry: dict) -> str:
     smallest = min(p["sqrt_v_hat_quantiles"]["0.0"] for p in entry["points"].values())
     change = (EPSILONS[1] - EPSILONS[0]) / (smallest + EPSILONS[1])
     return _table(header, rows) + (
-        f"\nThe largest change of a step from one ε to the other: {_number(change)} "
-        f"of it (the smallest √v̂, {_number(smallest)}).\n"
+        f"\nOver all {len(points)} readings, the largest change of a step from "
+        f"one ε to the other: {_number(change)} of it (the smallest √v̂, "
+        f"{_number(smallest)}).\n"
     )
 
 
