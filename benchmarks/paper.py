@@ -54,6 +54,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 
 import pandas as pd
 
@@ -87,7 +88,11 @@ from published import (  # noqa: E402
 )
 
 from keras_nalu.evaluation.statistics import success_rate_interval  # noqa: E402
-from keras_nalu.experiments import ExperimentConfig, total_steps  # noqa: E402
+from keras_nalu.experiments import (  # noqa: E402
+    REFERENCE_SETTINGS,
+    ExperimentConfig,
+    total_steps,
+)
 from keras_nalu.reports.summary import load_results, summarize  # noqa: E402
 from keras_nalu.sweeps.engines import BACKUP_EVERY  # noqa: E402
 from keras_nalu.sweeps.grid import parse_seeds  # noqa: E402
@@ -109,6 +114,11 @@ seeds of Linear − at 5·10⁴ steps and `linear-sub`'s 20 JAX seeds. A run
 (configuration, engine, seed) in two files is taken from the first, and the
 summary lists what it left out (`load_tables`)."""
 
+OUT_REFERENCE = RESULTS / "paper-reference"
+"""`--out` of `--reference-settings`: its runs and tables apart."""
+
+NO_SETTINGS = MappingProxyType({})
+
 BIASED_BASELINES = ("linear_bias", "relu_bias", "relu6_bias")
 """The reference code's baselines (with biases), run beside this package's."""
 
@@ -118,7 +128,9 @@ class Part:
     """One table or panel of the paper: its configurations and how to read them.
 
     `rows` are `(model, operation, fields)` triples; `fields` are the other
-    `ExperimentConfig` fields of the row, e.g. `{"hidden_size": 4}`.
+    `ExperimentConfig` fields of the row, e.g. `{"hidden_size": 4}`;
+    `settings` are fields every row gets (`--reference-settings`:
+    `REFERENCE_SETTINGS`, the reference code's training step).
     """
 
     name: str
@@ -128,6 +140,7 @@ class Part:
     budget: int
     by: tuple[str, ...] = ("operation", "model")
     published: Mapping | None = None
+    settings: tuple[tuple[str, object], ...] = ()
 
     def configs(
         self, iterations: int | None = None, models: Sequence[str] | None = None
@@ -139,10 +152,15 @@ class Part:
                 operation=operation,
                 iterations=iterations or self.budget,
                 **dict(fields),
+                **dict(self.settings),
             )
             for model, operation, fields in self.rows
             if models is None or model in models
         ]
+
+    def with_settings(self, settings: Mapping) -> Part:
+        """The part with `settings` (config fields) on every configuration."""
+        return dataclasses.replace(self, settings=tuple(sorted(settings.items())))
 
     def paper(self, row: Mapping):
         """The published number of a summary row, or None."""
@@ -248,19 +266,21 @@ def sweep_groups(
     iterations: int | None = None,
     models: Sequence[str] | None = None,
     hidden_sizes: Sequence[int] | None = None,
+    settings: Mapping = NO_SETTINGS,
 ) -> list[tuple[str, list[int], list[ExperimentConfig]]]:
     """The sweeps `--full` runs, in the order of `names`: `(part, seeds, configs)`.
 
     A configuration shared by several parts trains once, in its first part,
     with every seed any of its parts asks for (a Fig. 3 point that is also a
     row of Table 6 gets Table 6's 100 seeds); so a part may have two groups.
-    The NALM benchmark is not a part of `PARTS` (see `nalm`).
+    `settings` go on every configuration (`Part.with_settings`). The NALM
+    benchmark is not a part of `PARTS` (see `nalm`).
     """
     wanted: dict[str, tuple[str, ExperimentConfig, set[int]]] = {}
     for name in names:
         if name == NALM:
             continue
-        part = PARTS[name]
+        part = PARTS[name].with_settings(settings)
         part_seeds = set(parse_seeds(seeds or f"0-{part.seeds - 1}"))
         for config in part.configs(iterations, models):
             if name == "fig3_hidden" and hidden_sizes is not None:
@@ -552,7 +572,9 @@ def still_to_run(results: pd.DataFrame, part: Part, models=None) -> list[str]:
     return [f"{key}: {', '.join(values)}" for key, values in grouped.items()]
 
 
-def hidden_size_readings(results: pd.DataFrame) -> pd.DataFrame:
+def hidden_size_readings(
+    results: pd.DataFrame, settings: Mapping = NO_SETTINGS
+) -> pd.DataFrame:
     """Fig. 3's hidden-size points read three ways, with first and last success.
 
     Per (model, hidden size, budget, engine): success at the best-validation step
@@ -560,8 +582,9 @@ def hidden_size_readings(results: pd.DataFrame) -> pd.DataFrame:
     at the final step (`final_success`; NaN where a row did not record it),
     the medians of the first and the last solved step over the seeds that
     solved at some evaluation, and how many of those lost it by the end.
+    `settings`: as for `sweep_groups`.
     """
-    rows = part_rows(results, PARTS["fig3_hidden"])
+    rows = part_rows(results, PARTS["fig3_hidden"].with_settings(settings))
     if rows.empty:
         return pd.DataFrame()
     readings = []
@@ -598,9 +621,11 @@ def hidden_size_readings(results: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(readings)
 
 
-def hidden_size_seeds(results: pd.DataFrame) -> pd.DataFrame:
+def hidden_size_seeds(
+    results: pd.DataFrame, settings: Mapping = NO_SETTINGS
+) -> pd.DataFrame:
     """Each Fig. 3 hidden-size seed: verdict, first and last solved step."""
-    rows = part_rows(results, PARTS["fig3_hidden"])
+    rows = part_rows(results, PARTS["fig3_hidden"].with_settings(settings))
     columns = [
         "model",
         "hidden_size",
@@ -733,7 +758,12 @@ def readings_markdown(readings: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def summary_text(results: pd.DataFrame, names: Sequence[str], models=None) -> str:
+def summary_text(
+    results: pd.DataFrame,
+    names: Sequence[str],
+    models=None,
+    settings: Mapping = NO_SETTINGS,
+) -> str:
     """Every selected part's table, the Fig. 3 readings and what is left.
 
     Each part's pieces sit between named markers (`section`), so a page can
@@ -748,7 +778,7 @@ def summary_text(results: pd.DataFrame, names: Sequence[str], models=None) -> st
         lines = "".join(f"- {line}\n" for line in dropped)
         sections.append(section("dropped", f"Rows left out:\n\n{lines}"))
     for name in names:
-        part = PARTS[name]
+        part = PARTS[name].with_settings(settings)
         table = comparison(results, part)
         if models is not None and not table.empty:
             table = table[table["model"].isin(models)]
@@ -760,7 +790,7 @@ def summary_text(results: pd.DataFrame, names: Sequence[str], models=None) -> st
             body += f"\n{FIG_3_COUNTS_NOTE}\n"
         sections.append(section(name, body))
         if name == "fig3_hidden":
-            readings = hidden_size_readings(results)
+            readings = hidden_size_readings(results, settings)
             if models is not None and not readings.empty:
                 readings = readings[readings["model"].isin(models)]
             if not readings.empty:
@@ -826,7 +856,17 @@ def parser() -> argparse.ArgumentParser:
     options.add_argument(
         "--backup-every", type=float, default=BACKUP_EVERY, help="seconds"
     )
-    options.add_argument("--out", default=str(OUT), help="folder of results.csv")
+    options.add_argument(
+        "--reference-settings",
+        action="store_true",
+        help="train with the reference code's step: Adam's epsilon 1e-8 and the "
+        "sparsity strength recomputed every step (its own config ids; default "
+        f"--out {OUT_REFERENCE.relative_to(RESULTS.parent)})",
+    )
+    options.add_argument(
+        "--out",
+        help=f"folder of results.csv (default {OUT.relative_to(RESULTS.parent)})",
+    )
     options.add_argument(
         "--nalm-out", default=str(nalm.OUT), help="folder of the NALM results.csv"
     )
@@ -854,12 +894,15 @@ def main(argv=None) -> int:
             f"paper.py: unknown parts {unknown}; expected {list(PRIORITY)}"
         )
     models = None if args.models is None else args.models.split(",")
-    out = Path(args.out)
+    settings = REFERENCE_SETTINGS if args.reference_settings else NO_SETTINGS
+    out = Path(args.out or (OUT_REFERENCE if args.reference_settings else OUT))
     results_path = out / "results.csv"
     hidden_sizes = None
     if args.hidden_sizes is not None:
         hidden_sizes = [int(size) for size in args.hidden_sizes.split(",")]
-    groups = sweep_groups(names, args.seeds, args.iterations, models, hidden_sizes)
+    groups = sweep_groups(
+        names, args.seeds, args.iterations, models, hidden_sizes, settings
+    )
     nalm_cells = _nalm_cells(args) if NALM in names else []
     if args.dry_run:
         print(
@@ -889,11 +932,11 @@ def main(argv=None) -> int:
     if parts:
         reuse = [Path(path) for path in args.reuse.split(",") if path]
         results = load_tables([results_path, *reuse])
-        text = summary_text(results, parts, models)
+        text = summary_text(results, parts, models, settings)
         out.mkdir(parents=True, exist_ok=True)
         (out / "summary.md").write_text(text, encoding="utf-8")
         if "fig3_hidden" in parts:
-            hidden_size_seeds(results).to_csv(
+            hidden_size_seeds(results, settings).to_csv(
                 out / "fig3_hidden_seeds.csv", index=False
             )
         print(text)

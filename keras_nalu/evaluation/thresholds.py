@@ -173,10 +173,10 @@ def success_threshold(
     With this package's subsets (length ⌊s·I⌋ = 25, overlap ⌊o·25⌋ = 12) the
     default-configuration thresholds are above the reference code's
     (× 0.16054 vs 0.16001, + 1.6038e-5 vs 1.4786e-5, − 1.3848e-8 vs
-    1.384e-8): its R simulation slices `a.start:a.end` inclusively, i.e.
-    subsets of 26 elements overlapping by 13. Passing a task whose
-    `explicit_subsets` are ((0, 26), (13, 39)) reproduces those numbers
-    (tests/evaluation/test_thresholds.py checks both).
+    1.384e-8; every operation's in docs/protocol.md): its R simulation slices
+    `a.start:a.end` inclusively, i.e. subsets of 26 elements overlapping by
+    13. Passing a task whose `explicit_subsets` are ((0, 26), (13, 39))
+    reproduces those numbers (tests/evaluation/test_thresholds.py checks both).
 
     Example:
 

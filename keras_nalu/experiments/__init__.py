@@ -11,6 +11,7 @@
 from keras_nalu.experiments.arithmetic import (
     LATER_FIELDS,
     NAME_FIELDS,
+    REFERENCE_SETTINGS,
     STATIC_TASKS,
     TASK_FIELDS,
     ExperimentConfig,
@@ -29,6 +30,7 @@ from keras_nalu.experiments.arithmetic import (
 __all__ = [
     "LATER_FIELDS",
     "NAME_FIELDS",
+    "REFERENCE_SETTINGS",
     "STATIC_TASKS",
     "TASK_FIELDS",
     "ExperimentConfig",

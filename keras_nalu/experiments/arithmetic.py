@@ -101,8 +101,11 @@ class ExperimentConfig:
     succeeds as fast but sparsifies over ~10⁶ steps).
 
     `epsilon` is the optimizer's ε; None keeps Keras' 10⁻⁷. The papers' PyTorch
-    code ran Adam with 10⁻⁸ (Keras adds ε before Adam's bias correction,
-    PyTorch after, so the two agree only once that correction is near 1).
+    code ran Adam with 10⁻⁸ (Keras adds ε before Adam's bias correction, as
+    the PyTorch of the paper's runs did; PyTorch 1.3 and later add it after).
+    `steps_per_execution` also sets how long λ(t) is held: 1 recomputes it
+    every step, as the reference code does. `REFERENCE_SETTINGS` holds both
+    of the reference's values.
 
     `task_name` picks the task: "arithmetic" (the default) or "simple", the
     10-parameter function t = (x₁ + x₂)·(x₁ + x₂ + x₃ + x₄) of Madsen &
@@ -260,6 +263,15 @@ class ExperimentConfig:
         text = json.dumps(changed, sort_keys=True, default=str)
         return f"{base}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
 
+
+REFERENCE_SETTINGS = {"epsilon": 1e-8, "steps_per_execution": 1}
+"""The reference code's training step, as `ExperimentConfig` fields: Adam's
+ε = 10⁻⁸ (PyTorch's; Keras adds it where the paper's PyTorch 1.2 did, before
+the bias correction) and λ(t) recomputed every step, not held over blocks
+of 50. `ExperimentConfig(**REFERENCE_SETTINGS, ...)` (or `--grid
+epsilon=1e-8 --grid steps_per_execution=1`, or `benchmarks/paper.py
+--reference-settings`) trains any preset so; its runs get their own
+`config_id`. docs/protocol.md lists the differences and their sizes."""
 
 LATER_FIELDS = {"epsilon": None, "task_name": "arithmetic"}
 """Fields added after results files existed, with their defaults: at the

@@ -61,7 +61,7 @@ class ScheduledPenalty:
         self.current_strength = keras.Variable(
             self.strength_at(0),
             trainable=False,
-            dtype="float32",
+            dtype=strength_dtype(),
             name=f"{self.log_name}",
         )
 
@@ -92,6 +92,15 @@ class ScheduledPenalty:
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+def strength_dtype() -> str:
+    """The dtype of a strength's variable: float32, or float64 in a float64 model.
+
+    λ is then the schedule's value in a model that computes in float64
+    (`keras.config.floatx()`), not its float32 rounding.
+    """
+    return "float64" if keras.config.floatx() == "float64" else "float32"
 
 
 class ScheduledRegularizer(ScheduledPenalty, keras.regularizers.Regularizer):

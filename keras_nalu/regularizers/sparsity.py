@@ -70,8 +70,8 @@ class Sparsity(ScheduledRegularizer):
         # Distance from the upper discrete value: 1 for |W| (signed) or W.
         upper = 1.0 - (magnitude if self.domain == "signed" else w)
         if self.shape == "linear":
-            return ops.mean(_ops.minimum(magnitude, _ops.absolute(upper)))
-        return ops.mean(ops.square(w) * ops.square(upper))
+            return _ops.mean(_ops.minimum(magnitude, _ops.absolute(upper)))
+        return _ops.mean(ops.square(w) * ops.square(upper))
 
     def get_config(self):
         return {**super().get_config(), "shape": self.shape, "domain": self.domain}
@@ -116,7 +116,7 @@ class OutOfBounds(ScheduledRegularizer):
         super().__init__(strength=strength, start=start, end=end, mode=mode)
 
     def penalty(self, w):
-        return ops.mean(ops.relu(w - self.max_value) + ops.relu(self.min_value - w))
+        return _ops.mean(ops.relu(w - self.max_value) + ops.relu(self.min_value - w))
 
     def get_config(self):
         return {
@@ -211,7 +211,7 @@ class L1(ScheduledRegularizer):
 
     def penalty(self, w):
         magnitude = _ops.absolute(w)
-        return ops.sum(magnitude) if self.reduction == "sum" else ops.mean(magnitude)
+        return ops.sum(magnitude) if self.reduction == "sum" else _ops.mean(magnitude)
 
     def get_config(self):
         return {
@@ -250,7 +250,7 @@ class UnitMagnitude(ScheduledRegularizer):
     log_name = "unit_magnitude_strength"
 
     def penalty(self, w):
-        return ops.mean(_ops.absolute(1.0 - _ops.absolute(w)))
+        return _ops.mean(_ops.absolute(1.0 - _ops.absolute(w)))
 
 
 def nau_sparsity() -> Sparsity:

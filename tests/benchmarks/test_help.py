@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-SCRIPTS = sorted(BENCHMARKS.glob("*.py"))
+SCRIPTS = sorted(BENCHMARKS.rglob("*.py"))
 
 
-@pytest.mark.parametrize("script", SCRIPTS, ids=lambda path: path.stem)
+@pytest.mark.parametrize(
+    "script", SCRIPTS, ids=lambda path: str(path.relative_to(BENCHMARKS))
+)
 def test_the_first_docstring_line_is_a_whole_sentence(script):
     # The scripts' --help shows that line (argparse's description); a
     # sentence carried over to the next line was cut off there.

@@ -1,5 +1,6 @@
 """benchmarks/paper.py: the plan, the verdicts, Fig. 3 read three ways, resuming."""
 
+import hashlib
 import math
 import re
 import sys
@@ -15,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import paper  # noqa: E402
 import published  # noqa: E402
 
-from keras_nalu.experiments import ExperimentConfig  # noqa: E402
+from keras_nalu.experiments import REFERENCE_SETTINGS, ExperimentConfig  # noqa: E402
 from keras_nalu.sweeps.results import config_id, read_results  # noqa: E402
 
 TABLES = (published.TABLE_1, published.TABLE_5, published.TABLE_6)
@@ -68,6 +69,28 @@ def test_the_full_plan_counts_every_configuration_once(tmp_path):
     assert f"seed-steps: {steps:.3e}" in text
     assert f"still to train: {steps:.3e} seed-steps" in text
     assert f"at 4e+04 seed-steps/s: {steps / 4e4 / 3600:.1f} h" in text
+
+
+def _plan_ids(settings=paper.NO_SETTINGS) -> list[str]:
+    groups = paper.sweep_groups(list(paper.PRIORITY), settings=settings)
+    return sorted(config_id(c) for _, _, configs in groups for c in configs)
+
+
+def test_the_plan_keeps_its_config_ids():
+    # The 161 configurations' ids as the committed results files hold them.
+    ids = _plan_ids()
+    digest = hashlib.sha256(",".join(ids).encode()).hexdigest()[:16]
+    assert (len(ids), digest) == (161, "75842fb9ed335405")
+
+
+def test_the_reference_settings_are_new_configurations_of_the_same_plan():
+    groups = paper.sweep_groups(list(paper.PRIORITY), settings=REFERENCE_SETTINGS)
+    configs = [c for _, _, part in groups for c in part]
+    assert len(configs) == 161
+    assert {(c.epsilon, c.steps_per_execution) for c in configs} == {(1e-8, 1)}
+    assert not set(_plan_ids(REFERENCE_SETTINGS)) & set(_plan_ids())
+    args = paper.parser().parse_args(["--dry-run", "--reference-settings"])
+    assert args.reference_settings and args.out is None
 
 
 def test_the_plan_leaves_out_finished_runs(tmp_path):

@@ -7,7 +7,7 @@ import pytest
 
 from keras_nalu import regularizers
 from keras_nalu.regularizers import OutOfBounds, Sparsity
-from tests.backend import requires_tensorflow, to_numpy
+from tests.backend import gradients, requires_tensorflow, to_numpy
 
 
 def value(regularizer, weights):
@@ -84,6 +84,26 @@ def test_out_of_bounds_values():
 def test_penalty_has_the_weights_dtype(dtype):
     penalty = Sparsity(1.0)(np.full((2, 2), 0.5, dtype))
     assert keras.backend.standardize_dtype(penalty.dtype) == dtype
+
+
+@pytest.mark.float64
+def test_a_float64_penalty_and_its_strength_are_float64():
+    # The reference code's step in float64 (tests/sweeps/test_reference.py)
+    # needs λ·R and its gradient to float64 precision: λ = 0.1 and 1/7 are
+    # no float32 numbers.
+    keras.config.set_floatx("float64")
+    try:
+        reg = Sparsity(1.0, domain="unsigned")
+    finally:
+        keras.config.set_floatx("float32")
+    reg.assign_strength(0.1)
+    assert keras.backend.standardize_dtype(reg.current_strength.dtype) == "float64"
+    w = np.linspace(0.05, 0.95, 7).reshape(7, 1)
+    variable = keras.Variable(w, dtype="float64")
+    (grad,) = gradients(lambda: reg(variable), [variable])
+    expected = 0.1 * np.mean(np.minimum(w, 1.0 - w))
+    assert float(to_numpy(reg(w))) == pytest.approx(expected, rel=1e-15)
+    np.testing.assert_allclose(grad, 0.1 / 7 * np.where(w <= 0.5, 1.0, -1.0), 1e-15)
 
 
 def test_scheduled_strength_starts_at_its_step_0_value():

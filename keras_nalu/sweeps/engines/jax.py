@@ -160,8 +160,10 @@ class JaxReplicaRun(ReplicaRun):
         y, regularization, state = self._forward(
             weights, state, x, strengths, training=True
         )
+        loss = self.setup.loss(t, y)
         # The compiled model's total: the loss plus every added loss, summed.
-        return jnp.sum(jnp.stack([self.setup.loss(t, y), *regularization])), state
+        total = jnp.sum(jnp.stack([loss, *regularization]))
+        return total, (state, loss, sum(regularization, jnp.zeros_like(loss)))
 
     # --- data ---------------------------------------------------------------------
 
@@ -205,14 +207,37 @@ class JaxReplicaRun(ReplicaRun):
         """
         step, strengths = inputs
         x, t = self.training_batch(step)
+        carry, _ = self.step_on_batch(carry, step, strengths, x, t)
+        return carry, None
+
+    def step_on_batch(self, carry: EngineState, step, strengths, x, t):
+        """One training step of every replica on the given batches.
+
+        `train_step` draws the batches and calls this; a test can hand it
+        other batches (another code's data, to replay its training).
+
+        Args:
+            carry: the run's variables (`EngineState` of JAX arrays).
+            step: the step's index (a replica that stops here diverged at
+                `step + 1`).
+            strengths: λ of every scheduled regularizer at this step.
+            x, t: every replica's batch, `[R, B, I]` and `[R, B, 1]`.
+
+        Returns:
+            `(carry, (loss, regularization))`: the variables after the step,
+            and each replica's loss and the sum of its regularization losses
+            (λ·R) at the step's start, `[R]` each.
+        """
 
         def total(weights):
-            losses, state = jax.vmap(self._replica_loss, in_axes=(0, 0, None, 0, 0))(
+            losses, aux = jax.vmap(self._replica_loss, in_axes=(0, 0, None, 0, 0))(
                 weights, carry.model_state, strengths, x, t
             )
-            return jnp.sum(losses), (losses, state)
+            return jnp.sum(losses), (losses, aux)
 
-        gradients, (losses, model_state) = jax.grad(total, has_aux=True)(carry.weights)
+        gradients, (losses, (model_state, loss, regularization)) = jax.grad(
+            total, has_aux=True
+        )(carry.weights)
         gradients = self.setup.optimizer.clip(gradients, jnp)
         updated, optimizer = self.optimizer.stateless_apply(
             carry.optimizer, gradients, carry.weights
@@ -240,7 +265,7 @@ class JaxReplicaRun(ReplicaRun):
             active=keep,
             diverged=jnp.where(carry.active & ~finite, step + 1, carry.diverged),
         )
-        return carry, None
+        return carry, (loss, regularization)
 
     def _train_steps(self, carry, start, strengths, steps):
         indices = start + jnp.arange(steps, dtype=jnp.int32)
@@ -254,7 +279,7 @@ class JaxReplicaRun(ReplicaRun):
             self.carry = self._block_fn(
                 self.carry,
                 jnp.asarray(start, jnp.int32),
-                jnp.asarray(strengths, jnp.float32),
+                jnp.asarray(strengths),
                 steps=len(strengths),
             )
 
@@ -275,21 +300,36 @@ class JaxReplicaRun(ReplicaRun):
 
         return jax.vmap(one)(weights, state, targets)
 
+    def mean_squared_errors(self, x, targets, members=None) -> np.ndarray:
+        """The MSE of replicas `members` on a fixed set, as an evaluation has it.
+
+        Args:
+            x: the set's inputs, `[n, I]`.
+            targets: each member's targets, `[len(members), n, 1]`.
+            members: the replicas (default: every one, in order).
+
+        Returns:
+            A float64 array `[len(members)]`.
+        """
+        if members is None:
+            members = jnp.arange(self.num_replicas)
+        with matmul_precision():
+            sums = self._errors_fn(
+                self.carry.weights,
+                self.carry.model_state,
+                jnp.asarray(members),
+                jnp.asarray(x),
+                jnp.asarray(targets),
+            )
+        return np.asarray(sums, np.float64).sum(axis=-1) / x.shape[0]
+
     def _replica_errors(self):
         interpolation = np.zeros(self.num_replicas)
         extrapolation = np.zeros(self.num_replicas)
-        with matmul_precision():
-            for members, x_val, t_val, x_test, t_test in self._groups:
-                rows = np.asarray(members)
-                for out, x, t in (
-                    (interpolation, x_val, t_val),
-                    (extrapolation, x_test, t_test),
-                ):
-                    sums = self._errors_fn(
-                        self.carry.weights, self.carry.model_state, members, x, t
-                    )
-                    total = np.asarray(sums, np.float64).sum(axis=-1)
-                    out[rows] = total / x.shape[0]
+        for members, x_val, t_val, x_test, t_test in self._groups:
+            rows = np.asarray(members)
+            interpolation[rows] = self.mean_squared_errors(x_val, t_val, members)
+            extrapolation[rows] = self.mean_squared_errors(x_test, t_test, members)
         return interpolation, extrapolation
 
     def _replica_sparsity(self, trainable, model_state):

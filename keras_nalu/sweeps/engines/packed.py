@@ -89,8 +89,7 @@ class PackedBlocks:
             )
         starts = tuple(jnp.asarray(run.step, jnp.int32) for run in runs)
         strengths = tuple(
-            jnp.asarray(run.strengths(run.step, run.step + steps), jnp.float32)
-            for run in runs
+            jnp.asarray(run.strengths(run.step, run.step + steps)) for run in runs
         )
         with matmul_precision():
             carries = self._compiled(

@@ -263,7 +263,9 @@ class ReplicaRun(ReplicaVariables):
         """λ of every scheduled regularizer for steps start … stop - 1."""
         block = execution_size(self.config)
         setup = self.setup
-        return strength_table(setup.schedule, setup.regularizers, block, start, stop)
+        return strength_table(
+            setup.schedule, setup.regularizers, block, start, stop, setup.strength_dtype
+        )
 
     def train_block(self, start: int, stop: int) -> None:
         """Trains steps `start … stop - 1` (every active replica), λ scheduled."""

@@ -12,7 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 
-def strength_table(schedule, regularizers, block: int, start: int, stop: int):
+def strength_table(
+    schedule, regularizers, block: int, start: int, stop: int, dtype="float32"
+):
     """λ of every scheduled regularizer for steps `start … stop - 1`.
 
     Args:
@@ -21,9 +23,11 @@ def strength_table(schedule, regularizers, block: int, start: int, stop: int):
         regularizers: the scheduled regularizers, one column each.
         block: `steps_per_execution`: λ is held over each block of steps.
         start, stop: the steps.
+        dtype: the strengths' variables' dtype (`ReplicaSetup.strength_dtype`):
+            each λ is the schedule's value rounded once to it.
 
     Returns:
-        A float32 array `[stop - start, len(regularizers)]`.
+        An array `[stop - start, len(regularizers)]` of `dtype`.
 
     Example:
 
@@ -34,7 +38,7 @@ def strength_table(schedule, regularizers, block: int, start: int, stop: int):
     [0.0, 0.0, 0.0, 0.0, 0.0, 0.5, 0.5, 0.5, 0.5, 0.5, 1.0, 1.0]
     """
     schedules = [schedule.schedule_for(r) for r in regularizers]
-    table = np.zeros((stop - start, len(schedules)), np.float32)
+    table = np.zeros((stop - start, len(schedules)), dtype)
     held, values = None, []
     for row, step in enumerate(range(start, stop)):
         if step - step % block != held:

@@ -224,6 +224,13 @@ class ReplicaSetup:
             loss=loss,
         )
 
+    @property
+    def strength_dtype(self) -> str:
+        """The dtype of the regularizers' strengths λ, as the step reads them."""
+        if not self.regularizers:
+            return "float32"
+        return self.regularizers[0].current_strength.dtype
+
 
 def initial_values(configs, template, variables, state_variables):
     """Every replica's starting weights and state, stacked: `([R, ...], ...)`.

@@ -160,7 +160,9 @@ class TensorFlowReplicaRun(ReplicaRun):
         @tf.function(
             input_signature=[
                 tf.TensorSpec([], tf.int64),
-                tf.TensorSpec([None, len(self.setup.regularizers)], tf.float32),
+                tf.TensorSpec(
+                    [None, len(self.setup.regularizers)], self.setup.strength_dtype
+                ),
             ]
         )
         def train_block(start, strengths):
