@@ -231,7 +231,7 @@ def check_identity(steps: int, out: Path, extra: list) -> dict:
     import numpy as np
 
     from keras_nalu.sweeps.engines import device_name, replica_run
-    from keras_nalu.sweeps.engines.packed import PackedBlocks
+    from keras_nalu.sweeps.engines.jax import JaxReplicaRun
 
     args, _, groups = _plan(out, extra)
     recipes = _next_recipes(groups, out / "results.csv", args.chunk_size)[:CHECKED]
@@ -254,7 +254,7 @@ def check_identity(steps: int, out: Path, extra: list) -> dict:
     alone, packed, unrolled = runs(), runs(), runs(UNROLL)
     for run in [*alone, *unrolled]:
         run.train_block(0, steps)
-    PackedBlocks().train(packed, steps)
+    JaxReplicaRun.train_together(packed, steps, {})
     reference = states(alone)
 
     def same(other):

@@ -20,7 +20,7 @@ best of `--repeats` rounds in which the cases take turns;
   protocol's one evaluation in 1,000 steps;
 - Table 2's remaining recipes (NAC, Linear, NALU, NAU; R replicas each)
   one after the other (the sum of their steps) and packed into one program
-  (`keras_nalu.sweeps.engines.packed`).
+  (`keras_nalu.sweeps.engines.jax.JaxReplicaRun.train_together`).
 
 Writes `benchmarks/results/step-profile.json` and `.md` (or `--out`) and
 prints the table.
@@ -68,7 +68,6 @@ def profile(replicas: int, steps: int, repeats: int) -> dict:
     from keras_nalu.experiments import ExperimentConfig
     from keras_nalu.sweeps.engines import replica_run
     from keras_nalu.sweeps.engines.jax import JaxReplicaRun
-    from keras_nalu.sweeps.engines.packed import PackedBlocks
 
     class FixedBatch(JaxReplicaRun):
         def training_batch(self, step):
@@ -87,7 +86,7 @@ def profile(replicas: int, steps: int, repeats: int) -> dict:
         )
         for model, operation in TABLE_2_RECIPES
     ]
-    packed = PackedBlocks()  # the runs stay at step 0: each block is the same
+    programs = {}  # the runs stay at step 0: each block is the same
 
     def block(*runs):
         def train():
@@ -98,7 +97,7 @@ def profile(replicas: int, steps: int, repeats: int) -> dict:
         return train
 
     def together():
-        packed.train(recipes, steps)
+        JaxReplicaRun.train_together(recipes, steps, programs)
         return [run.carry.weights for run in recipes]
 
     def evaluate():

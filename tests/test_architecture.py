@@ -106,3 +106,44 @@ def test_the_map_of_docs_architecture_names_every_module():
         if path.name != "__init__.py" and path.name not in layout
     ]
     assert not unnamed, f"modules missing from docs/architecture.md: {unnamed}"
+
+
+def _module_imports() -> dict[str, set[str]]:
+    """Each module's imports of other modules (lazy ones too), packages aside.
+
+    A package's `__init__` only gathers its modules' names, so an import
+    through it is not followed: what is left is which module needs which.
+    """
+    modules = {
+        ".".join(path.relative_to(ROOT.parent).with_suffix("").parts): path
+        for path in ROOT.rglob("*.py")
+        if path.name != "__init__.py"
+    }
+    graph = {}
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        named = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                named.add(node.module)
+                named.update(f"{node.module}.{alias.name}" for alias in node.names)
+            elif isinstance(node, ast.Import):
+                named.update(alias.name for alias in node.names)
+        graph[module] = {name for name in named if name in modules} - {module}
+    return graph
+
+
+def test_no_module_imports_itself_through_others():
+    graph = _module_imports()
+    cycles = []
+    for start in sorted(graph):
+        seen, frontier = set(), [(start, (start,))]
+        while frontier:
+            module, path = frontier.pop()
+            for target in sorted(graph[module]):
+                if target == start:
+                    cycles.append(" -> ".join((*path, start)))
+                elif target not in seen:
+                    seen.add(target)
+                    frontier.append((target, (*path, target)))
+    assert not cycles, cycles

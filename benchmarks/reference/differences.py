@@ -379,7 +379,7 @@ def measure_adam(runs: AdamRuns, previous: dict) -> dict:
     from held import exact_solution
 
     from keras_nalu.experiments import ExperimentConfig
-    from keras_nalu.sweeps.engines import replica_run
+    from keras_nalu.sweeps.engines import TrainingLimits, replica_run
 
     ramp = {"sparsity_start": 0, "sparsity_end": 1} if runs.solved else {}
     config = ExperimentConfig(
@@ -405,7 +405,7 @@ def measure_adam(runs: AdamRuns, previous: dict) -> dict:
             print(f"{runs.key} step {run.step}: {points[run.step]}")
             _write_entry(runs.key, _adam_entry(runs, points))
 
-    run.train(progress=progress, backup=backup, backup_every=600)
+    run.train(progress=progress, limits=TrainingLimits(backup, 600))
     return _adam_entry(runs, points)
 
 

@@ -1,35 +1,26 @@
-"""Chunks of a sweep: seeds of one recipe trained together, and their training.
+"""Chunks of a sweep: seeds of one recipe trained together, and their backups.
 
-A sweep's configurations × seeds are cut into `Chunk`s (`plan_chunks`); each
-chunk trains as one vectorized run of replicas on the Keras backend's engine
-(`train_chunk`), backed up beside the results file (`chunk_backup`), or seed
-by seed with `run_experiment` where the engine cannot vectorize the preset.
-`keras_nalu.sweeps.runner` decides where the chunks train and writes rows.
+A sweep's configurations × seeds are cut into `Chunk`s (`plan_chunks`),
+consecutive chunks may train side by side as a `Pack` (`pack_chunks`), and
+each chunk in training is backed up to a file of its own (`backup_name`,
+`ChunkLimits`), beside the results file (`chunk_backup`) or in a Ray
+sweep's backup folder. `keras_nalu.sweeps.training` trains them.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
-import keras
-
 from keras_nalu._files import backup_folder
 from keras_nalu._validation import check_positive_int
 from keras_nalu.experiments import ExperimentConfig, total_steps
-from keras_nalu.keras_utils import optimizer_step
-from keras_nalu.sweeps.engines.loop import (
-    TimeLimitReached,
-    TrainingLimits,
-    stop_requested,
-    stop_with,
-)
+from keras_nalu.sweeps.engines.loop import BACKUP_EVERY, TrainingLimits
 from keras_nalu.sweeps.engines.setup import recipe, vectorizable
-from keras_nalu.sweeps.results import config_id, record_row
+from keras_nalu.sweeps.results import config_id
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,9 +65,9 @@ class Pack:
     """Chunks of different recipes trained side by side in one compiled program.
 
     Each chunk keeps its own replica run, evaluations, backup and rows
-    (`train_pack`); only the program that takes their steps is shared, so
+    (`train_chunks`); only the program that takes their steps is shared, so
     they share a device's cost per step (JAX engine,
-    `keras_nalu.sweeps.engines.packed`).
+    `ReplicaRun.train_together`).
     """
 
     chunks: tuple[Chunk, ...]
@@ -309,239 +300,36 @@ def remove_finished_backups(
     return removed
 
 
-def train_chunk(
-    chunk: Chunk | ExperimentConfig,
-    seeds: Sequence[int] | None = None,
-    progress=False,
-    limits: TrainingLimits | None = None,
-    unroll: int = 1,
-):
-    """The result rows of one chunk (runs in a Ray worker too).
+@dataclasses.dataclass(frozen=True)
+class ChunkLimits:
+    """Where a sweep's chunks are backed up, how often, and when they stop.
 
-    A chunk is trained as vectorized replicas on the Keras backend's engine,
-    backed up into the folder `limits.backup` (if given; the file is
-    `backup_name(chunk)`) every `limits.backup_every` seconds and resumed
-    from it; a preset that cannot be vectorized (see `vectorizable`) trains
-    its seeds one after the other with `run_experiment`, which gives the
-    same rows with `replicas` = 1; it is not backed up, and stops between
-    two seeds at the deadline.
-
-    Args:
-        chunk: a `Chunk`, or a config whose `seeds` follow.
-        seeds: with a config, the seeds.
-        progress: as for `train_replicas`.
-        limits: the folder of the chunk's backup, how often, and the
-            deadline (`TrainingLimits`); None for none.
-        unroll: as for `train_replicas`.
-
-    Raises:
-        TimeLimitReached: the chunk stopped at the deadline (after its
-            backup).
-        KeyboardInterrupt: a Ctrl-C (`stop_at_interrupt`) stopped the chunk
-            at its next evaluation (after its backup).
-
-    A chunk trained seed by seed that stops gives the rows of the seeds it
-    finished as the exception's `rows`.
-    """
-    if isinstance(chunk, ExperimentConfig):
-        chunk = Chunk(chunk, tuple(seeds))
-    limits = TrainingLimits() if limits is None else limits
-    with _retracing_warnings_silenced():
-        return _train(chunk, progress, limits, unroll)
-
-
-def chunk_limits(chunk: Chunk, limits: TrainingLimits) -> TrainingLimits:
-    """A chunk's own limits: its backup file in the folder `limits.backup`."""
-    if limits.backup is None:
-        return limits
-    return dataclasses.replace(limits, backup=Path(limits.backup) / backup_name(chunk))
-
-
-@contextlib.contextmanager
-def _retracing_warnings_silenced():
-    """TensorFlow's logger at ERROR while a chunk trains, here or in a Ray worker.
-
-    Every chunk traces its own training function; TF's warning about that
-    retracing says nothing useful in a sweep, and a process that trains many
-    chunks (a sweep, a Ray worker) would print it again and again.
-    """
-    if keras.backend.backend() != "tensorflow":
-        yield
-        return
-    import tensorflow as tf
-
-    logger = tf.get_logger()
-    level = logger.level
-    logger.setLevel("ERROR")
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
-
-
-def _train(chunk, progress, limits, unroll) -> list[dict]:
-    from keras_nalu.sweeps.engines import NotVectorizableError
-    from keras_nalu.sweeps.engines.train import train_run
-
-    try:
-        if not vectorizable(chunk.config):
-            raise NotVectorizableError(chunk.config.model)
-        run = _chunk_run(chunk, unroll)
-        records = train_run(run, progress, chunk_limits(chunk, limits))
-    except NotVectorizableError:  # this engine cannot: one seed at a time
-        records = []
-        try:
-            for part, part_seeds in chunk.parts:
-                _train_one_by_one(part, part_seeds, progress, limits, records)
-        except (KeyboardInterrupt, TimeLimitReached) as stop:
-            stop.rows = [record_row(record) for record in records]
-            raise
-    return [record_row(record) for record in records]
-
-
-def _train_one_by_one(config, seeds, progress, limits, records) -> None:
-    """Trains `seeds` of `config` one after the other into `records`.
-
-    A Ctrl-C (`stop_at_interrupt`) stops the seed in training at its next
-    evaluation, and the deadline stops the chunk between two seeds: neither
-    is backed up, so the seed in training starts over on the next sweep,
-    and the finished ones are kept (`KeyboardInterrupt`, `TimeLimitReached`).
-    """
-    from keras_nalu.experiments import run_experiment
-    from keras_nalu.sweeps.engines import device_name
-
-    for index, seed in enumerate(seeds):
-        trained = f"{index} of {len(seeds)} seeds trained"
-        if stop_requested():
-            raise stop_with(
-                KeyboardInterrupt,
-                f"{config.model}-{config.operation} stopped between two seeds, "
-                f"{trained}",
-                again=True,
-            )
-        if index and limits.out_of_time():
-            raise stop_with(
-                TimeLimitReached,
-                f"{config.model}-{config.operation} stopped at its time limit "
-                f"between two seeds, {trained} (this preset trains one seed at "
-                "a time, without backups)",
-                again=False,
-            )
-        keras.backend.clear_session()
-        stop = _StopAtInterrupt()
-        _, record = run_experiment(
-            dataclasses.replace(config, seed=seed),
-            verbose=progress is True,
-            callbacks=[stop],
-        )
-        if stop.step is not None:
-            raise stop_with(
-                KeyboardInterrupt,
-                f"{config.model}-{config.operation} seed {seed} stopped at step "
-                f"{stop.step:,} of {total_steps(config):,}, {trained}; it starts "
-                "over on the next run (this preset trains one seed at a time, "
-                "without backups)",
-                again=True,
-            )
-        records.append(
-            {
-                **record,
-                "replicas": 1,
-                "engine": keras.backend.backend(),
-                "device": device_name(),
-            }
-        )
-        if callable(progress):
-            # the callback counts steps of the whole chunk (all its replicas
-            # at once), so one finished seed is 1/len(seeds) of a chunk step
-            progress(total_steps(config) // len(seeds))
-
-
-class _StopAtInterrupt(keras.callbacks.Callback):
-    """Ends a `run_experiment` at its next evaluation after a Ctrl-C.
-
-    The Ctrl-C of `stop_at_interrupt` stops every run at its next
-    evaluation; `step` is where this one stopped, None if it was not.
+    Attributes:
+        folder: the folder of the chunks' backups, one file per chunk
+            (`backup_name`): beside the results file (`chunk_backup`), or a
+            Ray sweep's `backup_dir`; None for no backups.
+        backup_every: seconds between two backups of a chunk.
+        deadline: a `time.monotonic()` time at which the chunks stop (see
+            `TrainingLimits`); None for no limit.
     """
 
-    def __init__(self):
-        super().__init__()
-        self.step = None
+    folder: str | os.PathLike | None = None
+    backup_every: float = BACKUP_EVERY
+    deadline: float | None = None
 
-    def on_epoch_end(self, epoch, logs=None):
-        if stop_requested() and not self.model.stop_training:
-            self.model.stop_training = True
-            self.step = optimizer_step(self.model)
+    def of(self, chunk: Chunk) -> TrainingLimits:
+        """The chunk's own limits: its backup file in `folder`."""
+        backup = None if self.folder is None else Path(self.folder) / backup_name(chunk)
+        return TrainingLimits(backup, self.backup_every, self.deadline)
 
-
-def _chunk_run(chunk: Chunk, unroll: int):
-    """The replica run `train_chunk` trains a chunk as.
-
-    Its records hold no `history`: the rows hold the verdicts, not the
-    evaluations.
-    """
-    from keras_nalu.sweeps.engines import batched_run, replica_run
-
-    if chunk.more:
-        return batched_run(chunk.runs, history=False, unroll=unroll)
-    return replica_run(chunk.config, list(chunk.seeds), history=False, unroll=unroll)
-
-
-def train_pack(
-    pack: Pack,
-    on_rows,
-    progress=None,
-    limits: TrainingLimits | None = None,
-    unroll: int = 1,
-) -> None:
-    """Trains a pack's chunks side by side; each chunk's rows as it finishes.
-
-    Each chunk is the replica run `train_chunk` would train, continued from
-    its backup if it has one, and gives the rows `train_chunk` would give
-    (its `wall_time` is the time it spent in the pack); the steps of all of
-    them are one compiled program (`keras_nalu.sweeps.engines.packed`). A
-    finished chunk's rows go to `on_rows` before its backup is deleted.
-
-    Args:
-        pack: the chunks.
-        on_rows: called with each chunk's rows once it has finished.
-        progress: None, or a callable per chunk: `progress(chunk)` gives the
-            callable that receives that chunk's steps (see `train_replicas`).
-        limits: as for `train_chunk`: the folder of the chunks' backups
-            (one file each), how often, and the deadline; None for none.
-        unroll: as for `train_replicas`.
-
-    Raises:
-        TimeLimitReached: the chunks left stopped at the deadline, each after
-            its backup; the finished chunks' rows were given to `on_rows`.
-    """
-    from keras_nalu.sweeps.engines.backup import remove_backup
-    from keras_nalu.sweeps.engines.packed import train_packed
-
-    chunks = list(pack.chunks)
-    limits = TrainingLimits() if limits is None else limits
-    own = [chunk_limits(chunk, limits) for chunk in chunks]
-    with _retracing_warnings_silenced():
-        runs = [_chunk_run(chunk, unroll) for chunk in chunks]
-        for run, chunk_own in zip(runs, own):
-            if chunk_own.backup is not None:
-                run.restore_backup(chunk_own.backup)
-
-        def finished(index):
-            on_rows([record_row(record) for record in runs[index].results()])
-            if own[index].backup is not None:
-                remove_backup(own[index].backup)
-
-        train_packed(
-            runs,
-            progress=None if progress is None else [progress(c) for c in chunks],
-            limits=own,
-            on_finished=finished,
-        )
+    def out_of_time(self) -> bool:
+        """Whether the deadline has passed."""
+        return TrainingLimits(deadline=self.deadline).out_of_time()
 
 
 __all__ = [
     "Chunk",
+    "ChunkLimits",
     "Pack",
     "backed_up_chunks",
     "backup_files",
@@ -550,6 +338,4 @@ __all__ = [
     "pack_chunks",
     "plan_chunks",
     "remove_finished_backups",
-    "train_chunk",
-    "train_pack",
 ]

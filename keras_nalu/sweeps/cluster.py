@@ -34,15 +34,11 @@ from pathlib import Path
 from keras_nalu.sweeps.backup_folder import BackupFolder
 from keras_nalu.sweeps.chunks import (
     Chunk,
+    ChunkLimits,
     backed_up_chunks,
     backup_name,
-    train_chunk,
 )
-from keras_nalu.sweeps.engines import (
-    TrainingLimits,
-    stop_at_interrupt,
-    stop_requested,
-)
+from keras_nalu.sweeps.engines import stop_at_interrupt, stop_requested
 from keras_nalu.sweeps.ray_connection import (
     LOST_AFTER,
     ClusterError,
@@ -149,7 +145,7 @@ def run_on_ray(
     on_steps: Callable[[int], None],
     address: str,
     results_path: Path,
-    limits: TrainingLimits | None = None,
+    limits: ChunkLimits | None = None,
     gpus_per_chunk: float = 0.0,
     backups_asked: bool = True,
 ) -> None:
@@ -169,7 +165,7 @@ def run_on_ray(
             sweep; `"auto"`, `HOST:PORT` or `ray://HOST:PORT` (Ray Client)
             joins a cluster. A Ray already initialized here is used as is.
         results_path: the results file, named in messages.
-        limits: `limits.backup` is a folder or fsspec URL every node can
+        limits: `limits.folder` is a folder or fsspec URL every node can
             reach (`check_ray_arguments`), or None for no backups;
             `limits.backup_every` how often a chunk is backed up there.
         gpus_per_chunk: as for `ray_options`.
@@ -188,10 +184,10 @@ def run_on_ray(
     """
     import keras
 
-    limits = TrainingLimits() if limits is None else limits
+    limits = ChunkLimits() if limits is None else limits
     ray = import_ray()
     connection = RayConnection.open(ray, address)
-    tasks = RayTasks(ray, connection, results_path, limits.backup)
+    tasks = RayTasks(ray, connection, results_path, limits.folder)
     try:
         options = ray_options(keras.backend.backend(), gpus_per_chunk)
         nodes = _nodes(ray)
@@ -200,7 +196,7 @@ def run_on_ray(
             logger.info(
                 "joined the Ray cluster at %s: %s", connection.address, _size(nodes)
             )
-        if backups_asked and limits.backup is None:
+        if backups_asked and limits.folder is None:
             logger.warning(
                 "on Ray without a backup folder (backup_dir, --backup-dir), the "
                 "chunks in training are not backed up: a lost worker or cluster "
@@ -245,7 +241,7 @@ class RayTasks:
         self.written = 0
         self.lost = False
 
-    def submit(self, task, chunks: Sequence[Chunk], limits: TrainingLimits) -> None:
+    def submit(self, task, chunks: Sequence[Chunk], limits: ChunkLimits) -> None:
         """Submits one task per chunk, in order."""
         versions = _versions()
         self.pending = {task.remote(chunk, limits, versions): chunk for chunk in chunks}
@@ -475,7 +471,7 @@ def _outcome(written: int, left: list[Chunk], results_path, backup_dir) -> str:
 
 
 def _chunk_task(
-    chunk: Chunk, limits: TrainingLimits, driver_versions: dict[str, str]
+    chunk: Chunk, limits: ChunkLimits, driver_versions: dict[str, str]
 ) -> dict:
     """One chunk in a Ray worker: its rows, and the step its backup stood at.
 
@@ -483,17 +479,19 @@ def _chunk_task(
     maybe more than once: the chunk backs up at its next evaluation, then
     stops.
     """
+    from keras_nalu.sweeps.training import train_chunk
+
     _check_versions(driver_versions)
-    if limits.backup is None:
+    if limits.folder is None:
         return {"rows": train_chunk(chunk, progress=False), "resumed_from": 0}
-    folder = BackupFolder(limits.backup)
+    folder = BackupFolder(limits.folder)
     with (
         stop_at_interrupt(second_stops_now=False),
         folder.local_copy(backup_name(chunk)) as (path, sync),
     ):
         resumed_from = _backup_step(path)
         # train_chunk backs the chunk up to `path`, its file in that folder
-        own = TrainingLimits(path.parent, limits.backup_every)
+        own = ChunkLimits(path.parent, limits.backup_every)
         rows = train_chunk(chunk, progress=sync, limits=own)
     return {"rows": rows, "resumed_from": resumed_from}
 

@@ -4,7 +4,7 @@
 the JAX engine with several local devices (or `chunks_per_device` > 1), one
 chunk per device at a time in threads pinned to their devices. Only the
 calling thread writes rows (`on_rows`); past the deadline of the sweep's
-`TrainingLimits`, no chunk starts and the chunks in training stop after
+`ChunkLimits`, no chunk starts and the chunks in training stop after
 their backups (`TimeLimitReached`).
 
 Small chunks leave a GPU partly idle: a step's time grows far more slowly
@@ -14,7 +14,7 @@ alone (`FillingOptions`):
 
 - `pack_replicas`: consecutive chunks of different recipes, up to that many
   replicas, train side by side in one compiled program (`pack_chunks`,
-  `train_pack`; JAX engine); `default_pack_replicas` is the default;
+  `train_chunks`; JAX engine); `default_pack_replicas` is the default;
 - `processes_per_device`: that many processes per device, each training its
   own chunk (`keras_nalu.sweeps.processes`; spawned, so each has its own
   JAX; GPU memory is taken as needed, `XLA_PYTHON_CLIENT_PREALLOCATE=false`,
@@ -27,22 +27,19 @@ starts.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import inspect
 import logging
 import os
-import time
 
 from keras_nalu._validation import check_non_negative_int, check_positive_int
-from keras_nalu.sweeps.chunks import Pack, pack_chunks, train_chunk, train_pack
-from keras_nalu.sweeps.engines import (
-    TimeLimitReached,
-    TrainingLimits,
-    stop_at_interrupt,
-)
+from keras_nalu.sweeps.chunks import ChunkLimits, pack_chunks
+from keras_nalu.sweeps.engines import TimeLimitReached, stop_at_interrupt
+from keras_nalu.sweeps.engines.device import local_devices, worker_environment
 from keras_nalu.sweeps.engines.loop import stopped_together
 from keras_nalu.sweeps.engines.run import MAX_UNROLL
+from keras_nalu.sweeps.processes import train_in_processes
+from keras_nalu.sweeps.training import fits, train_unit
 
 JAX_ONLY = ("chunks_per_device", "pack_replicas", "unroll")
 """The ways to fill a device that only the JAX engine has (`FillingOptions`):
@@ -75,18 +72,6 @@ steps every bit as steps alone, the pack size it measured
 is what the committed tables give). A device not listed packs nothing
 unless told: no GPU has a committed table yet, and on the 2-core CPU a pack
 trained slower than one chunk at a time (docs: Backends, "Filling a GPU")."""
-
-
-def local_devices() -> list:
-    """The accelerators chunks can train on side by side (JAX engine), or []."""
-    import keras
-
-    if keras.backend.backend() != "jax":
-        return []
-    import jax
-
-    devices = jax.devices()
-    return devices if len(devices) > 1 else []
 
 
 def default_pack_replicas() -> int:
@@ -174,9 +159,7 @@ class FillingOptions:
                 that asks for processes and runs again in each of them.
         """
         if self.command_buffers:  # first: XLA reads them when JAX starts
-            from keras_nalu.sweeps.engines.device import use_command_buffers
-
-            use_command_buffers()
+            self.prepare_process()
         processes = self.processes_per_device
         check_positive_int("run_sweep", "processes_per_device", processes)
         if self.pack_replicas is not None:
@@ -198,11 +181,26 @@ class FillingOptions:
         engine_class().check_unroll(self.unroll)
         if processes != 1:
             _refuse_a_script_run_again()
-            _no_memory_up_front()
+        self.prepare_process()
         pack_replicas = self.pack_replicas
         if pack_replicas is None:
             pack_replicas = default_pack_replicas() if ray_address is None else 0
         return dataclasses.replace(self, pack_replicas=pack_replicas)
+
+    def prepare_process(self) -> None:
+        """Sets what JAX reads when it starts here, for these options.
+
+        XLA's command-buffer flags (`command_buffers`), and with
+        `processes_per_device`, no GPU memory taken up front by this process
+        either (`worker_environment`). `prepared` calls it; the CLI calls it
+        as it reads its flags, before anything starts JAX.
+        """
+        if self.command_buffers:
+            from keras_nalu.sweeps.engines.device import use_command_buffers
+
+            use_command_buffers()
+        if self.processes_per_device > 1:
+            _no_memory_up_front()
 
     def _asked(self, names) -> str:
         """The options of `names` that ask for something, as `name=value`."""
@@ -320,12 +318,6 @@ def filling_options(args) -> dict:
     `--processes-per-device`, no GPU memory taken up front by this process
     either (`worker_environment`).
     """
-    if args.xla_command_buffers:
-        from keras_nalu.sweeps.engines.device import use_command_buffers
-
-        use_command_buffers()
-    if args.processes_per_device > 1:
-        os.environ.update(worker_environment())
     options = FillingOptions(
         chunks_per_device=args.chunks_per_device,
         pack_replicas=args.pack_replicas,
@@ -333,30 +325,15 @@ def filling_options(args) -> dict:
         unroll=args.unroll,
         command_buffers=args.xla_command_buffers,
     )
+    options.prepare_process()
     return dataclasses.asdict(options)
-
-
-def worker_environment() -> dict[str, str]:
-    """What a process of `processes_per_device` adds to its environment.
-
-    JAX takes GPU memory as it needs it (`XLA_PYTHON_CLIENT_PREALLOCATE=
-    false`), not 75 % of it in the first process, unless
-    `XLA_PYTHON_CLIENT_MEM_FRACTION` is set, which then gives each process
-    that share. The Keras backend is the sweep's.
-    """
-    import keras
-
-    environment = {"KERAS_BACKEND": keras.backend.backend()}
-    if "XLA_PYTHON_CLIENT_MEM_FRACTION" not in os.environ:
-        environment["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
-    return environment
 
 
 def train_locally(
     chunks,
     on_rows,
     on_steps,
-    limits: TrainingLimits | None = None,
+    limits: ChunkLimits | None = None,
     filling: FillingOptions | None = None,
     chunk_seconds=None,
 ):
@@ -368,7 +345,7 @@ def train_locally(
             done: `on_steps(steps, trained=True)`, `trained` False for steps
             not trained here), called in this thread.
         limits: the folder of the chunks' backups (None for none), how
-            often, and the sweep's deadline (see `train_chunk`).
+            often, and the sweep's deadline (`ChunkLimits`).
         filling: how to fill a device (`FillingOptions.prepared`); None for
             one chunk at a time, alone.
         chunk_seconds: a chunk's predicted wall time, or None (then no
@@ -377,9 +354,7 @@ def train_locally(
     Raises:
         TimeLimitReached: the sweep stopped at the deadline with chunks left.
     """
-    import keras
-
-    limits = TrainingLimits() if limits is None else limits
+    limits = ChunkLimits() if limits is None else limits
     filling = FillingOptions(pack_replicas=0) if filling is None else filling
     if filling.pack_replicas and chunk_seconds is None:
         chunks = pack_chunks(chunks, filling.pack_replicas)
@@ -388,21 +363,10 @@ def train_locally(
     # KeyboardInterrupt; a second one ends the process, whatever it does.
     interrupts = stop_at_interrupt(end_process=SECOND_CTRL_C)
     if filling.processes_per_device > 1 and len(chunks) > 1:
-        from keras_nalu.sweeps.processes import train_in_processes
-
         with interrupts:
             train_in_processes(chunks, filling.processes_per_device, *common)
         return
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(interrupts)
-        if keras.backend.backend() == "tensorflow":
-            import tensorflow as tf
-
-            # Every chunk traces its own training function; TF's retracing
-            # warning about that says nothing useful here.
-            logger = tf.get_logger()
-            stack.callback(logger.setLevel, logger.level)
-            logger.setLevel("ERROR")
+    with interrupts:
         devices = local_devices()
         if filling.chunks_per_device > 1:  # JAX_ONLY: the JAX engine
             import jax
@@ -414,63 +378,6 @@ def train_locally(
             _train_chunks(chunks, *common)
 
 
-class _ChunkProgress:
-    """A chunk's steps, × its replicas, to the sweep's count of seed-steps.
-
-    Called with the steps it trains; `resumed` with those its backup starts
-    from and `ended` with those its runs never trained (they stopped early),
-    which `on_steps` counts as not trained here.
-    """
-
-    def __init__(self, chunk, on_steps):
-        self.chunk = chunk
-        self.on_steps = on_steps
-        self.reported = 0
-
-    def __call__(self, steps: int, trained: bool = True) -> None:
-        done = steps * self.chunk.replicas
-        self.reported += done
-        self.on_steps(done, trained)
-
-    def resumed(self, steps: int) -> None:
-        self(steps, trained=False)
-
-    def ended(self) -> None:
-        self.on_steps(max(self.chunk.steps - self.reported, 0), False)
-
-
-def _train_one_chunk(chunk, on_steps, limits, unroll=1):
-    progress = _ChunkProgress(chunk, on_steps)
-    rows = train_chunk(chunk, progress=progress, limits=limits, unroll=unroll)
-    progress.ended()
-    return rows
-
-
-def keep_finished_runs(stop: BaseException, on_rows) -> None:
-    """Writes the rows of the runs a stopped chunk finished (seed by seed)."""
-    rows = getattr(stop, "rows", None)
-    if rows:
-        on_rows(rows)
-
-
-def train_unit(unit, on_rows, on_steps, limits, unroll=1):
-    """Trains a chunk or a pack; `on_rows` gets each chunk's rows when done."""
-    if not isinstance(unit, Pack):
-        on_rows(_train_one_chunk(unit, on_steps, limits, unroll=unroll))
-        return
-    progress = {chunk: _ChunkProgress(chunk, on_steps) for chunk in unit.chunks}
-    train_pack(unit, on_rows, progress.get, limits, unroll)
-    for chunk_progress in progress.values():
-        chunk_progress.ended()
-
-
-def fits(chunk, limits, chunk_seconds) -> bool:
-    """Whether `chunk` is predicted to finish by the deadline (True if unknown)."""
-    if limits.deadline is None or chunk_seconds is None:
-        return True
-    return time.monotonic() + chunk_seconds(chunk) <= limits.deadline
-
-
 def _train_chunks(chunks, on_rows, on_steps, limits, chunk_seconds=None, unroll=1):
     for index, chunk in enumerate(chunks):
         if not fits(chunk, limits, chunk_seconds):
@@ -478,11 +385,7 @@ def _train_chunks(chunks, on_rows, on_steps, limits, chunk_seconds=None, unroll=
                 f"the sweep stopped before a chunk that would not finish by its "
                 f"time limit, with {len(chunks) - index} chunks left"
             )
-        try:
-            train_unit(chunk, on_rows, on_steps, limits, unroll)
-        except (KeyboardInterrupt, TimeLimitReached) as stop:
-            keep_finished_runs(stop, on_rows)
-            raise
+        train_unit(chunk, on_rows, on_steps, limits, unroll)
         if index + 1 < len(chunks) and limits.out_of_time():
             raise TimeLimitReached(
                 f"the sweep stopped at its time limit with {len(chunks) - index - 1} "
@@ -554,7 +457,6 @@ def _train_on_devices(
         if outcome is finished:
             running -= 1
         elif isinstance(outcome, TimeLimitReached | KeyboardInterrupt):
-            keep_finished_runs(outcome, on_rows)
             stopped.append(outcome)  # the others stop at their next backup
         elif isinstance(outcome, BaseException):
             raise outcome

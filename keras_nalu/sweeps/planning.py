@@ -164,7 +164,8 @@ def measure_step_time(
         `(seconds per step, overhead)`: the overhead is the time before the
         first step plus what the first interval took beyond a timed one.
     """
-    from keras_nalu.sweeps.chunks import Chunk, train_chunk
+    from keras_nalu.sweeps.chunks import Chunk
+    from keras_nalu.sweeps.training import train_chunk
 
     # no longer than the run itself
     intervals = max(min(int(intervals), -(-config.iterations // config.eval_every)), 1)
@@ -266,7 +267,6 @@ def sweep_within(
         read_backup,
         recipe,
     )
-    from keras_nalu.sweeps.results import config_id, read_results
     from keras_nalu.sweeps.runner import run_sweep
 
     check_positive_int("sweep_within", "chunk_size", chunk_size)
@@ -279,11 +279,7 @@ def sweep_within(
         left = deadline - time.monotonic()
         if left <= 0:
             return False
-        table = read_results(path) if path.exists() else pd.DataFrame()
-        done = set()
-        if len(table):
-            done = set(zip(table["config_id"].astype(str), table["seed"].astype(int)))
-        runs_left = sum((config_id(c), s) not in done for c in group for s in seeds)
+        table, runs_left = _runs_left(path, group, seeds)
         if not runs_left:
             continue
         times = step_times_from_results(table, group[0], device, engine)
@@ -306,20 +302,13 @@ def sweep_within(
             )
             size, chunk_seconds = chunk_size, None
 
-        def finished(rows):
-            log(
-                f"chunk done: {len(rows)} runs of {rows[0]['model']} "
-                f"({rows[0]['replicas']} replicas, {rows[0]['wall_time']:.0f} s) "
-                f"written to {path}; {deadline - time.monotonic():.0f} s left"
-            )
-
         outcome = run_sweep(
             group,
             seeds,
             path,
             chunk_size=size,
             progress=False,
-            on_chunk=finished,
+            on_chunk=_chunk_logger(log, path, deadline),
             backup_every=backup_every,
             time_limit=max(deadline - time.monotonic(), 0.0),
             chunks_per_device=chunks_per_device,
@@ -329,6 +318,30 @@ def sweep_within(
         if not outcome.complete:
             return False
     return True
+
+
+def _runs_left(path: Path, group, seeds) -> tuple[pd.DataFrame, int]:
+    """The results file as it is now, and how many runs of `group` it lacks."""
+    from keras_nalu.sweeps.results import config_id, read_results
+
+    table = read_results(path) if path.exists() else pd.DataFrame()
+    done = set()
+    if len(table):
+        done = set(zip(table["config_id"].astype(str), table["seed"].astype(int)))
+    return table, sum((config_id(c), s) not in done for c in group for s in seeds)
+
+
+def _chunk_logger(log, path: Path, deadline: float):
+    """`on_chunk` of `sweep_within`: a line for each finished chunk."""
+
+    def finished(rows):
+        log(
+            f"chunk done: {len(rows)} runs of {rows[0]['model']} "
+            f"({rows[0]['replicas']} replicas, {rows[0]['wall_time']:.0f} s) "
+            f"written to {path}; {deadline - time.monotonic():.0f} s left"
+        )
+
+    return finished
 
 
 __all__ = [

@@ -16,13 +16,9 @@ import traceback
 
 from keras_nalu._startup import SPAWNED
 from keras_nalu.sweeps.engines import TimeLimitReached, stop_requested
+from keras_nalu.sweeps.engines.device import local_devices, worker_environment
 from keras_nalu.sweeps.engines.loop import request_stop, stop_with, stopped_together
-from keras_nalu.sweeps.local import (
-    fits,
-    local_devices,
-    train_unit,
-    worker_environment,
-)
+from keras_nalu.sweeps.training import fits, train_unit
 
 
 def train_in_processes(
@@ -41,27 +37,15 @@ def train_in_processes(
     import multiprocessing
 
     os.environ.update(worker_environment())  # this process: no memory up front
-    device_count = len(local_devices()) or 1
     context = multiprocessing.get_context("spawn")
     messages = context.Queue()
     stop = context.Event()
-    workers = []
-    for index in range(min(processes * device_count, len(units))):
-        tasks = context.Queue()
-        worker = context.Process(
-            target=_process_worker,
-            args=(index, index % device_count, worker_environment(), tasks),
-            kwargs={
-                "messages": messages,
-                "stop": stop,
-                "limits": limits,
-                "unroll": unroll,
-            },
-            daemon=True,
-        )
-        with _spawning():
-            worker.start()
-        workers.append((worker, tasks))
+    workers = _started_workers(
+        context,
+        processes,
+        len(units),
+        {"messages": messages, "stop": stop, "limits": limits, "unroll": unroll},
+    )
     todo = list(units)
     trained = [0] * len(workers)
     running = set(range(len(workers)))
@@ -81,11 +65,9 @@ def train_in_processes(
             if kind == "ready":
                 started.add(index)
                 unit = None
-                if todo and not stop.is_set():
-                    late = trained[index] and limits.out_of_time()
-                    if not late and fits(todo[0], limits, chunk_seconds):
-                        unit = todo.pop(0)
-                        trained[index] += 1
+                if not stop.is_set():
+                    unit = _next_unit(todo, trained[index], limits, chunk_seconds)
+                trained[index] += unit is not None
                 workers[index][1].put(unit)
             elif kind == "rows":
                 on_rows(rest[0])
@@ -108,6 +90,11 @@ def train_in_processes(
             if index in running:  # this process failed: the others stop now
                 worker.terminate()
             worker.join()
+    _raise_if_stopped(stopped, todo)
+
+
+def _raise_if_stopped(stopped: list, todo: list) -> None:
+    """Raises where the processes stopped, or the deadline with units left."""
     if not stopped and todo:
         stopped = [
             TimeLimitReached(
@@ -116,6 +103,36 @@ def train_in_processes(
         ]
     if stopped:
         raise stopped_together(stopped)
+
+
+def _next_unit(todo: list, trained: int, limits, chunk_seconds):
+    """The next unit for a process that has trained `trained`, taken from
+    `todo`, or None: none left, none past the deadline to a process that has
+    trained one, and none that would not finish by it."""
+    if not todo or (trained and limits.out_of_time()):
+        return None
+    if not fits(todo[0], limits, chunk_seconds):
+        return None
+    return todo.pop(0)
+
+
+def _started_workers(context, processes: int, units: int, options: dict) -> list:
+    """`(process, its task queue)` of each worker started: `processes` per
+    device, no more than `units`; `options` are `_process_worker`'s."""
+    device_count = len(local_devices()) or 1
+    workers = []
+    for index in range(min(processes * device_count, units)):
+        tasks = context.Queue()
+        worker = context.Process(
+            target=_process_worker,
+            args=(index, index % device_count, worker_environment(), tasks),
+            kwargs=options,
+            daemon=True,
+        )
+        with _spawning():
+            worker.start()
+        workers.append((worker, tasks))
+    return workers
 
 
 @contextlib.contextmanager

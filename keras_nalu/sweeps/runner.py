@@ -20,12 +20,14 @@ sweep can be resumed with more seeds or another `chunk_size`. With a
 up the chunk in training: running it again continues, so a long sweep fits
 into calls of a fixed length.
 
-`run_sweep` checks its arguments before any work, plans the chunks, and
-hands them, with one `TrainingLimits` (where backups go, how often, the
-deadline), to `train_locally` or `run_on_ray`; its `ResultsAppender` writes
-each finished chunk's rows. The chunks themselves (`Chunk`, `plan_chunks`,
-`train_chunk`) live in `keras_nalu.sweeps.chunks`, their training here in
-`keras_nalu.sweeps.local` and on Ray in `keras_nalu.sweeps.cluster`.
+`run_sweep` takes one `SweepOptions` (or its fields by name), checks it
+before any work (`SweepOptions.prepared`), plans the chunks, and hands them,
+with one `ChunkLimits` (where backups go, how often, the deadline,
+`SweepOptions.limits`), to `train_locally` or `run_on_ray`; its `ResultsAppender` writes
+each finished chunk's rows. The chunks themselves (`Chunk`, `plan_chunks`)
+live in `keras_nalu.sweeps.chunks`, their training in
+`keras_nalu.sweeps.training`, here (`keras_nalu.sweeps.local`) or on Ray
+(`keras_nalu.sweeps.cluster`).
 """
 
 from __future__ import annotations
@@ -34,7 +36,6 @@ import contextlib
 import dataclasses
 import logging
 import os
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -51,18 +52,16 @@ from keras_nalu.sweeps.chunks import (
 )
 from keras_nalu.sweeps.cluster import (
     backed_up_chunks_in,
-    check_ray_arguments,
     run_on_ray,
 )
 from keras_nalu.sweeps.engines import (
-    BACKUP_EVERY,
     TimeLimitReached,
-    TrainingLimits,
     engine_class,
     engine_name,
 )
 from keras_nalu.sweeps.grid import grid_configs, normalize_grid, parse_seeds
-from keras_nalu.sweeps.local import FillingOptions, train_locally
+from keras_nalu.sweeps.local import train_locally
+from keras_nalu.sweeps.options import SweepOptions
 from keras_nalu.sweeps.results import (
     CONFIG_FIELDS,
     RESULT_COLUMNS,
@@ -100,20 +99,11 @@ def run_sweep(
     grid: Mapping | Sequence[ExperimentConfig],
     seeds: str | Iterable[int],
     results_path: str | os.PathLike,
-    chunk_size: int = 100,
-    ray_address: str | None = None,
+    options: SweepOptions | None = None,
+    *,
     progress: bool = True,
     on_chunk: Callable[[list[dict]], None] | None = None,
-    backup_every: float | None = BACKUP_EVERY,
-    time_limit: float | None = None,
-    chunks_per_device: int = 1,
-    chunk_seconds: Callable[[Chunk], float] | None = None,
-    backup_dir: str | os.PathLike | None = None,
-    gpus_per_chunk: float = 0.0,
-    pack_replicas: int | None = None,
-    processes_per_device: int = 1,
-    unroll: int = 1,
-    command_buffers: bool = False,
+    **keywords,
 ) -> SweepOutcome:
     """Trains every (configuration, seed) of a grid that the results file lacks.
 
@@ -123,79 +113,21 @@ def run_sweep(
             `ExperimentConfig`s (their seeds ignored).
         seeds: `"0-99"`, `"0,3,7-9"` or a list of integers.
         results_path: the results CSV; created if missing, else resumed.
-        chunk_size: at most this many runs train together as replicas. On
-            the JAX engine, chunks of configurations that differ only in
-            their task (operation, ranges) are packed together up to this
-            size, so a large `chunk_size` fills a GPU.
-        ray_address: None trains the chunks here, one after the other;
-            `"local"` starts a Ray runtime on this machine for this sweep
-            (even where a `ray start` cluster runs), `"auto"`, `HOST:PORT`
-            or `ray://HOST:PORT` joins a cluster (an already initialized Ray
-            is used as is). Chunks become Ray tasks (`ray_options`,
-            `keras_nalu.sweeps.cluster`); this process writes the file. An
-            unreachable or lost cluster, or a chunk failed after Ray's
-            retries, raises `ClusterError` with the rows of the finished
-            chunks written. On one machine with several JAX devices, chunks
-            train side by side, one per device.
+        options: how the chunks train (`SweepOptions`: their size, backups,
+            time limit, Ray, how a device is filled); None for the options
+            the keywords name.
         progress: one tqdm bar over all seed-steps of the sweep, with an ETA.
         on_chunk: called with the rows of each chunk once they are on disk.
-        backup_every: seconds between two backups of the chunk in training
-            (see `chunk_backup`); a rerun of a killed sweep continues that
-            chunk from its backup, with the rows an uninterrupted run gives.
-            None for no backups; on Ray, chunks are backed up only to a
-            `backup_dir`. Chunks backed up by an earlier sweep of this file
-            train first, as they were cut (`backed_up_chunks`), if the sweep
-            asks for all their runs.
-        time_limit: seconds after which the sweep stops: no chunk starts
-            after it, and the chunk in training stops at its next
-            evaluation, after a backup. The rows of finished chunks are in
-            the file; the returned outcome has `complete=False`, and running
-            the same sweep again continues. None for no limit. Needs
-            backups; not with `ray_address`.
-        chunks_per_device: on the JAX engine, how many chunks train side by
-            side on each device (threads sharing it), for chunks too small
-            to fill an accelerator alone. On Ray, use `gpus_per_chunk`.
-        backup_dir: with `ray_address`, the folder the chunks in training
-            are backed up to: a path that every node mounts (an NFS share,
-            ...), or an fsspec URL (`s3://bucket/sweep`, `gs://...`; needs
-            fsspec and the file system's package). The worker that picks a
-            chunk up (a retry after a lost worker, or a rerun) continues it
-            from there. None: chunks on Ray are not backed up (a warning
-            says so once).
-        gpus_per_chunk: with `ray_address`, the GPUs each chunk asks Ray
-            for: 1 a GPU each, 0.25 four chunks a GPU, 0 none (default).
-        chunk_seconds: with `time_limit`, a chunk's predicted wall time: no
-            chunk starts that is predicted to end after the limit
-            (`keras_nalu.sweeps.planning` sizes chunks so that they finish).
-            Chunks are not packed then.
-        pack_replicas: on the JAX engine, consecutive chunks of different
-            recipes train side by side in one compiled program, up to this
-            many replicas together (`keras_nalu.sweeps.chunks.pack_chunks`),
-            so the chunks share a GPU's cost per step; each chunk gives the
-            rows it gives alone. None: `default_pack_replicas()` (what the
-            probe measured on this device kind; none yet: 0); 0: no packing.
-        processes_per_device: processes training chunks (or packs) side by
-            side on each device, each its own; they take GPU memory as they
-            need it, or `XLA_PYTHON_CLIENT_MEM_FRACTION` each if that is set.
-            The rows are those of the chunks trained one by one. They are
-            spawned: a script that asks for them runs its sweep under
-            `if __name__ == "__main__":`.
-        unroll: steps per iteration of the compiled loop over a block of
-            steps (JAX engine, `ReplicaRun`), 1 to 64; the rows are the
-            same.
-        command_buffers: run the whole loop over steps as one GPU command
-            buffer (CUDA graph), through XLA's flags (`XLA_FLAGS`, see
-            `keras_nalu.sweeps.engines.device.use_command_buffers`); they
-            change nothing on a CPU. XLA reads them when JAX starts, which
-            building an `ExperimentConfig` does: pass a grid mapping, or set
-            the flags before (a `ValueError` says so).
+        **keywords: without `options`, the options by name: the fields of
+            `SweepOptions` and of `FillingOptions` (`chunk_size=10`,
+            `backup_every=None`, `pack_replicas=0`, ...).
 
     Returns:
         A `SweepOutcome`; its `results` are this sweep's rows of the file.
 
     Raises:
-        ValueError: a bad grid or seeds, or a results file that is not one
-            (left untouched).
+        ValueError: a bad grid, seeds or option, or a results file that is
+            not one (left untouched).
         ClusterError: the Ray cluster could not be reached or was lost, or
             a chunk failed on it; the finished chunks' rows are written.
 
@@ -213,21 +145,11 @@ def run_sweep(
     ...            "eval_every": [100]}, "0-1", path, progress=False).skipped
     2
     """
-    filling = FillingOptions(
-        chunks_per_device, pack_replicas, processes_per_device, unroll, command_buffers
-    ).prepared(ray_address)  # first: XLA reads its flags when JAX starts
+    options = _options(options, keywords).prepared()  # first: before JAX starts
     configs = _sweep_configs(grid)
     seeds = parse_seeds(seeds)
-    _check_limits(backup_every, time_limit, ray_address)
-    backup_dir = check_ray_arguments(
-        ray_address, backup_dir, backup_every, gpus_per_chunk, chunks_per_device
-    )
-    deadline = None if time_limit is None else time.monotonic() + time_limit
-    path = _checked_results_file(results_path, backup_every, ray_address)
-    limits = TrainingLimits(deadline=deadline)
-    if backup_every is not None:
-        backup = backup_folder(path) if ray_address is None else backup_dir
-        limits = TrainingLimits(backup, backup_every, deadline)
+    path = _checked_results_file(results_path, options)
+    limits = options.limits(path)
     group_by = (
         _grid_group_keys(normalize_grid(grid))
         if isinstance(grid, Mapping)
@@ -241,29 +163,18 @@ def run_sweep(
             path,
             configs,
             seeds,
-            chunk_size,
+            options.chunk_size,
             done,
-            resume_backups=limits.backup is not None,
-            backup_dir=backup_dir,
+            resume_backups=limits.folder is not None,
+            backup_dir=options.backup_dir,
         )
         for chunk in chunks:  # a chunk that cannot fit fails now, not later
             widest = max((c for c, _ in chunk.parts), key=lambda c: c.input_size)
             check_run_memory(widest, chunk.replicas)
-        if backup_every is None and ray_address is None:
+        if not options.backups and options.ray_address is None:
             _note_unused_backups(path, planned_pairs - done)
         with _progress_bar(progress, chunks) as on_steps:
-            complete = _dispatch(
-                chunks,
-                appender,
-                on_steps,
-                limits,
-                ray_address=ray_address,
-                results_path=path,
-                gpus_per_chunk=gpus_per_chunk,
-                backups_asked=backup_every is not None,
-                filling=filling,
-                chunk_seconds=chunk_seconds,
-            )
+            complete = _dispatch(chunks, appender, on_steps, limits, options, path)
         with contextlib.suppress(OSError):  # only if no backup is left in it
             backup_folder(path).rmdir()
     ids = {config_id(c) for c in configs}
@@ -282,35 +193,26 @@ def run_sweep(
     )
 
 
-def _check_limits(backup_every, time_limit, ray_address) -> None:
-    """Refuses a negative `backup_every` or `time_limit`, or a limit without
-    backups trained here."""
-    if backup_every is not None and not backup_every >= 0:
+def _options(options: SweepOptions | None, keywords: dict) -> SweepOptions:
+    """`run_sweep`'s options: given whole, or by name, not both."""
+    if options is None:
+        return SweepOptions.from_keywords(**keywords)
+    if not isinstance(options, SweepOptions) or keywords:
         raise ValueError(
-            "run_sweep expects backup_every to be None or >= 0 seconds. "
-            f"Received: backup_every={backup_every!r}"
+            "run_sweep expects options to be a SweepOptions, and no option by "
+            f"name beside it. Received: options={options!r}, "
+            f"keywords={sorted(keywords)}"
         )
-    if time_limit is None:
-        return
-    if not time_limit >= 0:
-        raise ValueError(
-            "run_sweep expects time_limit to be None or >= 0 seconds. "
-            f"Received: time_limit={time_limit!r}"
-        )
-    if backup_every is None or ray_address is not None:
-        raise ValueError(
-            "run_sweep stops at time_limit only with backups, trained here: "
-            "pass backup_every and no ray_address. Received: "
-            f"backup_every={backup_every!r}, ray_address={ray_address!r}"
-        )
+    return options
 
 
-def _checked_results_file(results_path, backup_every, ray_address) -> Path:
+def _checked_results_file(results_path, options: SweepOptions) -> Path:
     """The results file, its folder writable, and where backups go no file."""
     path = check_results_path(results_path)
     check_output_folder(path.parent, "results_path", results_path)
     folder = backup_folder(path)
-    if backup_every is not None and ray_address is None and folder.is_file():
+    here = options.ray_address is None
+    if options.backups and here and folder.is_file():
         raise ValueError(
             f"results_path {str(results_path)!r}: {folder} is a file, where "
             "the sweep keeps the backups of its chunks in training; move that file "
@@ -392,19 +294,7 @@ def _progress_bar(progress: bool, chunks: Sequence[Chunk]):
         bar.close()
 
 
-def _dispatch(
-    chunks,
-    on_rows,
-    on_steps,
-    limits,
-    *,
-    ray_address,
-    results_path,
-    gpus_per_chunk,
-    backups_asked,
-    filling,
-    chunk_seconds,
-) -> bool:
+def _dispatch(chunks, on_rows, on_steps, limits, options, results_path) -> bool:
     """Trains `chunks` here or on Ray; False if it stopped at the deadline.
 
     Args:
@@ -413,26 +303,28 @@ def _dispatch(
         on_steps: the progress bar's count of seed-steps (`_progress_bar`).
         limits: the chunks' backup folder (beside the results file here,
             `backup_dir` on Ray), how often, and the deadline.
-        ray_address, results_path, gpus_per_chunk, backups_asked: for
-            `run_on_ray`; the chunks train here if `ray_address` is None.
-        filling, chunk_seconds: for `train_locally`.
+        options: the sweep's `SweepOptions`, prepared; the chunks train here
+            if its `ray_address` is None.
+        results_path: the results file, named in messages.
     """
     if not chunks:
         return True
-    if ray_address is not None:
+    if options.ray_address is not None:
         run_on_ray(
             chunks,
             on_rows,
             on_steps,
-            ray_address,
+            options.ray_address,
             results_path,
             limits,
-            gpus_per_chunk,
-            backups_asked,
+            options.gpus_per_chunk,
+            options.backups,
         )
         return True
     try:
-        train_locally(chunks, on_rows, on_steps, limits, filling, chunk_seconds)
+        train_locally(
+            chunks, on_rows, on_steps, limits, options.filling, options.chunk_seconds
+        )
     except TimeLimitReached:
         return False
     return True

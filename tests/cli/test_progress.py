@@ -7,7 +7,7 @@ import pytest
 
 from keras_nalu import cli
 from keras_nalu.experiments import ExperimentConfig
-from keras_nalu.sweeps.engines import replica_run
+from keras_nalu.sweeps.engines import TrainingLimits, replica_run
 from tests.helpers import load_backup_state, save_backup_state
 
 
@@ -31,7 +31,7 @@ def backup(tmp_path_factory):
         def stop(steps):
             raise KeyboardInterrupt
 
-        run.train(progress=stop, backup=path, backup_every=0)
+        run.train(progress=stop, limits=TrainingLimits(path, 0))
     return path
 
 

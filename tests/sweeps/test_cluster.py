@@ -31,11 +31,10 @@ psutil = pytest.importorskip("psutil")
 import keras_nalu  # noqa: E402
 from keras_nalu.experiments import ExperimentConfig  # noqa: E402
 from keras_nalu.sweeps import cluster, ray_connection  # noqa: E402
-from keras_nalu.sweeps.chunks import Chunk, backup_name, train_chunk  # noqa: E402
+from keras_nalu.sweeps.chunks import Chunk, ChunkLimits, backup_name  # noqa: E402
 from keras_nalu.sweeps.cluster import ray_options  # noqa: E402
 from keras_nalu.sweeps.engines import (  # noqa: E402
     TimeLimitReached,
-    TrainingLimits,
     read_backup,
     stop_at_interrupt,
     stop_requested,
@@ -43,6 +42,7 @@ from keras_nalu.sweeps.engines import (  # noqa: E402
 from keras_nalu.sweeps.ray_connection import ClusterError  # noqa: E402
 from keras_nalu.sweeps.results import read_results  # noqa: E402
 from keras_nalu.sweeps.runner import plan_sweep, run_sweep  # noqa: E402
+from keras_nalu.sweeps.training import train_chunk  # noqa: E402
 from tests.helpers import held_training  # noqa: E402
 
 TIMING = ["wall_time", "iterations_per_second"]
@@ -399,13 +399,13 @@ def test_a_chunk_continues_from_its_backup_at_a_url(tmp_path):
     # The backup a worker killed after its first evaluation leaves behind.
     stopped = tmp_path / backup_name(chunk)
     with pytest.raises(TimeLimitReached):
-        train_chunk(chunk, limits=TrainingLimits(tmp_path, 0, deadline=0))
+        train_chunk(chunk, limits=ChunkLimits(tmp_path, 0, deadline=0))
     memory = fsspec.filesystem("memory")
     folder = f"/backups-{secrets.token_hex(4)}"
     memory.put_file(str(stopped), f"{folder}/{stopped.name}")
     try:
         result = cluster._chunk_task(
-            chunk, TrainingLimits(f"memory://{folder}", 0), cluster._versions()
+            chunk, ChunkLimits(f"memory://{folder}", 0), cluster._versions()
         )
         assert not memory.exists(f"{folder}/{stopped.name}")  # done: deleted
     finally:
@@ -427,15 +427,14 @@ def test_tensorflow_retracing_warnings_are_silenced_while_a_chunk_trains(
     # `train_chunk` is what a Ray worker runs: the silencing must be in it.
     import tensorflow as tf
 
-    from keras_nalu.sweeps.engines import train
+    from keras_nalu.sweeps import training
 
     levels = []
 
-    def train_run(run, progress, limits):
+    def train_runs(runs, progress, limits, on_records):
         levels.append(tf.get_logger().getEffectiveLevel())
-        return []
 
-    monkeypatch.setattr(train, "train_run", train_run)
+    monkeypatch.setattr(training, "train_runs", train_runs)
     before = tf.get_logger().level
     train_chunk(Chunk(ExperimentConfig(model="nau"), (0,)))
     assert levels == [logging.ERROR]
@@ -468,7 +467,7 @@ def test_a_node_with_other_versions_refuses_its_chunk_in_one_line():
     versions = {**cluster._versions(), "keras": "0.0.1"}
     chunk = Chunk(ExperimentConfig(model="nau", iterations=100, eval_every=100), (0,))
     with pytest.raises(RuntimeError, match=r"keras \S+ \(driver: 0\.0\.1\)") as error:
-        cluster._chunk_task(chunk, TrainingLimits(), versions)
+        cluster._chunk_task(chunk, ChunkLimits(), versions)
     # ... which the driver reports in one line, with what is kept
     failed = ray.exceptions.RayTaskError("_chunk_task", "traceback", error.value)
     kept = "4 rows of this sweep are kept in r.csv"

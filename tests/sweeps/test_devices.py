@@ -11,16 +11,16 @@ import pytest
 SCRIPT = r"""
 import json, sys
 import jax, jax.numpy as jnp
-from keras_nalu.sweeps import local, runner
+from keras_nalu.sweeps import local, runner, training
 
 seen = []
-real = local.train_chunk
+real = training.train_chunks
 
-def spy(chunk, *args, **kwargs):
+def spy(unit, *args, **kwargs):
     seen.append(str(jnp.zeros(()).devices().pop()))
-    return real(chunk, *args, **kwargs)
+    return real(unit, *args, **kwargs)
 
-local.train_chunk = spy
+training.train_chunks = spy
 grid = {"model": ["nau", "nmu"], "input_size": [10], "iterations": [200],
         "eval_every": [100]}
 together = runner.run_sweep(grid, "0-1", sys.argv[1] + "/a.csv", progress=False)

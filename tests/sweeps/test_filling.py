@@ -20,16 +20,17 @@ from keras_nalu._files import backup_folder
 from keras_nalu.experiments import ExperimentConfig
 from keras_nalu.sweeps.chunks import (
     Chunk,
+    ChunkLimits,
     Pack,
     backed_up_chunks,
     chunk_backup,
-    train_chunk,
-    train_pack,
 )
-from keras_nalu.sweeps.engines import TimeLimitReached, TrainingLimits, replica_run
+from keras_nalu.sweeps.engines import TimeLimitReached, replica_run, train_runs
+from keras_nalu.sweeps.engines.jax import JaxReplicaRun
 from keras_nalu.sweeps.engines.run import MAX_UNROLL
 from keras_nalu.sweeps.results import read_results
 from keras_nalu.sweeps.runner import run_sweep
+from keras_nalu.sweeps.training import _chunk_run, train_chunk, train_chunks
 from tests.helpers import keras_nalu_cli, load_backup_state, run_in_fresh_python
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,8 +68,6 @@ def test_every_preset_of_the_plan_steps_in_a_pack_as_alone():
     # The step of each run, packed with the other presets, leaves exactly the
     # variables its own compiled block leaves (the rows follow from them
     # through the run's own evaluation, as the tests below check).
-    from keras_nalu.sweeps.engines.packed import PackedBlocks
-
     assert len(PLAN_PRESETS) == 16  # Tables 1, 2, 5, 6 and Fig. 3
     operations = ("mul", "add", "sub")
     runs = [
@@ -82,7 +81,7 @@ def test_every_preset_of_the_plan_steps_in_a_pack_as_alone():
         alone.append(run.get_state().variables.flat())
     for run, state in zip(runs, start):
         run.set_state(state)
-    PackedBlocks().train(runs, 10)
+    JaxReplicaRun.train_together(runs, 10, {})
     for run, expected in zip(runs, alone):
         for packed, own in zip(run.get_state().variables.flat(), expected, strict=True):
             np.testing.assert_array_equal(packed, own, err_msg=run.config.model)
@@ -102,17 +101,14 @@ class _Diverging:
         return jnp.where(poisoned[:, None, None], jnp.nan, x), t
 
 
-def test_the_example_of_train_packed_runs():
-    from keras_nalu.sweeps.engines import packed
+def test_the_example_of_train_runs_runs():
+    from keras_nalu.sweeps.engines import train
 
-    text = packed.train_packed.__doc__.split("```python")[1].split("```")[0]
-    exec(textwrap.dedent(text), vars(packed).copy())
+    text = train.train_runs.__doc__.split("```python")[1].split("```")[0]
+    exec(textwrap.dedent(text), vars(train).copy())
 
 
 def test_runs_of_other_lengths_evaluations_and_stops_train_together_as_alone():
-    from keras_nalu.sweeps.engines.jax import JaxReplicaRun
-    from keras_nalu.sweeps.engines.packed import train_packed
-
     one = type("OneDiverges", (_Diverging, JaxReplicaRun), {})
     every = type("EveryOneDiverges", (_Diverging, JaxReplicaRun), {"every": True})
     configs = [
@@ -128,7 +124,7 @@ def test_runs_of_other_lengths_evaluations_and_stops_train_together_as_alone():
         run.train(progress=False)
     together = runs()
     finished = []
-    train_packed(together, on_finished=finished.append)
+    train_runs(together, on_records=lambda index, _: finished.append(index))
     assert together[0].results()[1]["diverged"]
     assert not together[0].results()[0]["diverged"]
     assert together[1].step == 200 < together[1].total_steps  # no replica left
@@ -169,16 +165,13 @@ def test_the_committed_backups_the_next_tests_continue_are_there():
 
 @pytest.mark.parametrize("backup", COMMITTED, ids=lambda path: path.name)
 def test_a_committed_backup_steps_in_a_pack_as_alone(backup, tmp_path):
-    from keras_nalu.sweeps.chunks import _chunk_run
-    from keras_nalu.sweeps.engines.packed import PackedBlocks
-
     chunk, (results,) = _committed_copies(backup, tmp_path, ["copy"])
-    alone, packed = (_chunk_run(chunk, unroll=1) for _ in range(2))
+    alone, packed = (_chunk_run(chunk) for _ in range(2))
     for run in (alone, packed):
         assert run.restore_backup(chunk_backup(results, chunk))
     other = replica_run(_chunk("nau", "add").config, [0])
     alone.train_block(alone.step, alone.step + 10)
-    PackedBlocks().train([packed, other], 10)
+    JaxReplicaRun.train_together([packed, other], 10, {})
     arrays = (run.get_state().variables.flat() for run in (alone, packed))
     for a, b in zip(*arrays, strict=True):
         np.testing.assert_array_equal(a, b)
@@ -189,12 +182,12 @@ def test_a_committed_backup_steps_in_a_pack_as_alone(backup, tmp_path):
 def test_a_committed_backup_continues_in_a_pack_to_the_same_backup(backup, tmp_path):
     chunk, copies = _committed_copies(backup, tmp_path, ["alone", "packed"])
     with pytest.raises(TimeLimitReached):  # one block of steps
-        train_chunk(chunk, limits=TrainingLimits(backup_folder(copies[0]), deadline=0))
+        train_chunk(chunk, limits=ChunkLimits(backup_folder(copies[0]), deadline=0))
     with pytest.raises(TimeLimitReached):
-        train_pack(
+        train_chunks(
             Pack((chunk, _chunk("nau", "add", seeds=(0,), iterations=1000))),
             print,
-            limits=TrainingLimits(backup_folder(copies[1]), deadline=0),
+            limits=ChunkLimits(backup_folder(copies[1]), deadline=0),
         )
     (alone, alone_arrays), (packed, packed_arrays) = (
         load_backup_state(chunk_backup(path, chunk)) for path in copies
@@ -236,16 +229,17 @@ def _took_effect(monkeypatch) -> dict[str, list]:
     import jax
 
     from keras_nalu._startup import SPAWNED
-    from keras_nalu.sweeps import local
+    from keras_nalu.sweeps import local, training
 
     seen = {"packs": [], "main thread": [], "told": [], "unrolls": []}
-    real_pack, real_unit = local.train_pack, local.train_unit
+    real_chunks, real_unit = training.train_chunks, local.train_unit
     real_start = multiprocessing.context.SpawnProcess.start
     real_scan = jax.lax.scan
 
-    def train_pack(pack, *args, **kwargs):
-        seen["packs"].append(len(pack.chunks))
-        return real_pack(pack, *args, **kwargs)
+    def train_chunks(unit, *args, **kwargs):
+        if isinstance(unit, Pack):
+            seen["packs"].append(len(unit.chunks))
+        return real_chunks(unit, *args, **kwargs)
 
     def train_unit(*args, **kwargs):
         main = threading.current_thread() is threading.main_thread()
@@ -257,11 +251,11 @@ def _took_effect(monkeypatch) -> dict[str, list]:
         return real_start(process)
 
     def scan(step, *args, **kwargs):
-        if getattr(step, "__name__", None) == "train_step":  # a run's steps
+        if getattr(step, "__name__", None) == "one_step":  # the runs' steps
             seen["unrolls"].append(kwargs.get("unroll", 1))
         return real_scan(step, *args, **kwargs)
 
-    monkeypatch.setattr(local, "train_pack", train_pack)
+    monkeypatch.setattr(training, "train_chunks", train_chunks)
     monkeypatch.setattr(local, "train_unit", train_unit)
     monkeypatch.setattr(multiprocessing.context.SpawnProcess, "start", start)
     monkeypatch.setattr(jax.lax, "scan", scan)

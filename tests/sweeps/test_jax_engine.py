@@ -14,6 +14,7 @@ from keras_nalu.evaluation import sparsity_error
 from keras_nalu.experiments import ExperimentConfig
 from keras_nalu.presets import build_model
 from keras_nalu.sweeps.engines import (
+    TrainingLimits,
     batched_run,
     read_backup,
     replica_run,
@@ -204,7 +205,7 @@ def test_a_killed_run_continues_from_its_backup_to_the_same_records(tmp_path):
     backup = tmp_path / "run.npz"
     with pytest.raises(_Killed):
         _FaultyRun(config, [0, 1, 2]).train(
-            progress=_kill_after(400), backup=backup, backup_every=0
+            progress=_kill_after(400), limits=TrainingLimits(backup, 0)
         )
     resumed = _FaultyRun(config, [0, 1, 2])
     assert resumed.restore_backup(backup)
@@ -226,10 +227,10 @@ def test_a_backup_of_a_batched_run_resumes_and_reads(tmp_path):
     backup = tmp_path / "run.npz"
     with pytest.raises(_Killed):
         batched_run(configs).train(
-            progress=_kill_after(200), backup=backup, backup_every=0
+            progress=_kill_after(200), limits=TrainingLimits(backup, 0)
         )
     assert [r["operation"] for r in read_backup(backup)] == ["mul", "add"]
-    records = train_batched(configs, progress=False, backup=backup)
+    records = train_batched(configs, progress=False, limits=TrainingLimits(backup))
     assert not backup.exists()
     assert_resumed_records(records, train_batched(configs, progress=False), 200, TIMING)
     replica_run(configs[0], [0]).save_backup(backup)  # one config, one seed

@@ -16,17 +16,26 @@ from keras_nalu.sweeps.engines import (
     train_replicas,
 )
 from keras_nalu.sweeps.engines.optimizer import ReplicaOptimizer
+from keras_nalu.sweeps.options import SweepOptions
 from keras_nalu.sweeps.planning import sweep_within
 from keras_nalu.sweeps.runner import run_sweep
 
 
-@pytest.mark.parametrize(
-    "function",
-    [run_sweep, sweep_within, train_replicas, train_batched, ReplicaRun.train],
-)
+@pytest.mark.parametrize("function", [SweepOptions, sweep_within, TrainingLimits])
 def test_every_backup_interval_defaults_to_the_one_default(function):
     default = inspect.signature(function).parameters["backup_every"].default
     assert default is BACKUP_EVERY
+
+
+@pytest.mark.parametrize(
+    "function", [run_sweep, train_replicas, train_batched, ReplicaRun.train]
+)
+def test_backups_and_deadlines_are_one_value_not_loose_arguments(function):
+    # a run takes one TrainingLimits, a sweep one SweepOptions (or its
+    # fields by name): no loose backup, backup_every or deadline beside them
+    parameters = inspect.signature(function).parameters
+    assert not {"backup", "backup_every", "deadline", "time_limit"} & set(parameters)
+    assert {"limits", "options"} & set(parameters)
 
 
 def test_the_sweep_command_backs_up_at_the_one_default():

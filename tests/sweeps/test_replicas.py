@@ -11,6 +11,7 @@ import tensorflow as tf
 from keras_nalu import cli
 from keras_nalu.experiments import ExperimentConfig, run_experiment
 from keras_nalu.sweeps.engines import (
+    TrainingLimits,
     batched_run,
     read_backup,
     replica_run,
@@ -249,12 +250,12 @@ def test_a_killed_run_continues_from_its_backup_to_the_same_records(tmp_path):
     backup = tmp_path / "run.npz"
     killed = _FaultyRun(config, seeds)
     with pytest.raises(_Killed):
-        killed.train(progress=_kill_after(400), backup=backup, backup_every=0)
+        killed.train(progress=_kill_after(400), limits=TrainingLimits(backup, 0))
     resumed = _FaultyRun(config, seeds)
     assert resumed.restore_backup(backup)
     assert resumed.step == 400
     reported = []
-    resumed.train(progress=reported.append, backup=backup, backup_every=0)
+    resumed.train(progress=reported.append, limits=TrainingLimits(backup, 0))
     assert reported == [400, 100, 100]  # first the steps it starts from
 
     assert resumed.results()[1]["diverged"]
@@ -276,11 +277,13 @@ def test_train_replicas_resumes_from_a_backup_and_then_deletes_it(tmp_path):
     backup = tmp_path / "run.npz"
     with pytest.raises(_Killed):
         replica_run(config, [3, 4]).train(
-            progress=_kill_after(100), backup=backup, backup_every=0
+            progress=_kill_after(100), limits=TrainingLimits(backup, 0)
         )
     assert backup.exists()
     reported = []
-    records = train_replicas(config, [3, 4], progress=reported.append, backup=backup)
+    records = train_replicas(
+        config, [3, 4], progress=reported.append, limits=TrainingLimits(backup)
+    )
     assert reported[0] == 100
     assert not backup.exists()
     expected = train_replicas(config, [3, 4], progress=False)
@@ -297,7 +300,7 @@ def test_a_format_1_backup_restores_whole_and_is_saved_as_format_2(tmp_path, cap
     backup = tmp_path / "run.npz"
     killed = _FaultyRun(config, [0, 1, 2])
     with pytest.raises(_Killed):
-        killed.train(progress=_kill_after(400), backup=backup, backup_every=0)
+        killed.train(progress=_kill_after(400), limits=TrainingLimits(backup, 0))
     as_format_1(backup, killed)
     assert load_backup_state(backup)[0]["format"] == 1
     records = read_backup(backup)
@@ -311,7 +314,7 @@ def test_a_format_1_backup_restores_whole_and_is_saved_as_format_2(tmp_path, cap
     assert json.dumps([{k: r[k] for k in fields} for r in records]) == json.dumps(
         [{k: r[k] for k in fields} for r in resumed.results()]
     )
-    resumed.train(progress=False, backup=backup, backup_every=0)
+    resumed.train(progress=False, limits=TrainingLimits(backup, 0))
     # Its evaluations came with it: the records equal, history included.
     assert _without_timing(resumed.results()) == _without_timing(whole.results())
     state, _ = load_backup_state(backup)  # the next backup is of format 2
@@ -353,8 +356,7 @@ def test_a_backup_does_not_grow_with_the_evaluations(tmp_path):
         with pytest.raises(_Killed):
             replica_run(config, [0, 1, 2]).train(
                 progress=_kill_after(steps),
-                backup=tmp_path / f"{steps}.npz",
-                backup_every=0,
+                limits=TrainingLimits(tmp_path / f"{steps}.npz", 0),
             )
         sizes[steps] = (tmp_path / f"{steps}.npz").stat().st_size
         assert read_backup(tmp_path / f"{steps}.npz")[0]["step"] == steps
@@ -385,7 +387,7 @@ def test_a_backup_of_another_run_is_refused(tmp_path):
     assert not replica_run(config, [0, 1]).restore_backup(tmp_path / "missing.npz")
     with pytest.raises(ValueError, match="backup_every"):
         replica_run(config, [0, 1]).train(
-            progress=False, backup=backup, backup_every=-1
+            progress=False, limits=TrainingLimits(backup, -1)
         )
 
 
@@ -442,7 +444,7 @@ def test_read_backup_gives_the_verdicts_of_the_run_at_its_step(tmp_path, capsys)
     backup = tmp_path / "sweep.csv.backup" / "chunk.npz"
     with pytest.raises(_Killed):
         _FaultyRun(config, [0, 1, 2]).train(
-            progress=_kill_after(400), backup=backup, backup_every=0
+            progress=_kill_after(400), limits=TrainingLimits(backup, 0)
         )
     restored = _FaultyRun(config, [0, 1, 2])
     assert restored.restore_backup(backup)

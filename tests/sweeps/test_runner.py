@@ -104,11 +104,17 @@ def test_an_interrupted_sweep_resumes_to_the_same_rows(tmp_path):
     finished_before_kill = _rows(interrupted)
     assert finished_before_kill == 1, "the sweep must be cut after a chunk"
 
-    resumed = run_sweep(parse_grid(GRID), SEEDS, interrupted, 1, progress=False)
+    resumed = run_sweep(
+        parse_grid(GRID), SEEDS, interrupted, chunk_size=1, progress=False
+    )
     assert resumed.skipped == finished_before_kill
     assert resumed.new_rows == 6 - finished_before_kill
     reference = run_sweep(
-        parse_grid(GRID), SEEDS, tmp_path / "reference.csv", 1, progress=False
+        parse_grid(GRID),
+        SEEDS,
+        tmp_path / "reference.csv",
+        chunk_size=1,
+        progress=False,
     )
     assert reference.new_rows == 6
     after, expected = read_results(interrupted), read_results(reference.path)
@@ -150,7 +156,7 @@ def test_a_sweep_killed_inside_a_chunk_continues_it_from_its_backup(
         return found
 
     monkeypatch.setattr(ReplicaRun, "restore_backup", spy)
-    resumed = run_sweep(parse_grid(grid), "0-1", killed, 2, progress=False)
+    resumed = run_sweep(parse_grid(grid), "0-1", killed, chunk_size=2, progress=False)
     assert resumed.new_rows == 2
     assert restored_at and restored_at[0] >= 100  # continued, not restarted
     assert not backups.exists()  # deleted once the chunk is trained
@@ -158,7 +164,7 @@ def test_a_sweep_killed_inside_a_chunk_continues_it_from_its_backup(
         parse_grid(grid),
         "0-1",
         tmp_path / "reference.csv",
-        2,
+        chunk_size=2,
         progress=False,
         backup_every=None,
     )
@@ -285,7 +291,7 @@ def test_a_sweep_leaves_no_lock_file_nor_the_folders_it_made(tmp_path, monkeypat
     def failing(*args, **kwargs):
         raise ValueError("training failed")
 
-    monkeypatch.setattr("keras_nalu.sweeps.local.train_chunk", failing)
+    monkeypatch.setattr("keras_nalu.sweeps.training.train_chunks", failing)
     with pytest.raises(ValueError, match="training failed"):
         run_sweep(grid, "0", results, progress=False)
     assert list(tmp_path.iterdir()) == []
@@ -299,6 +305,38 @@ def test_a_sweep_leaves_no_lock_file_nor_the_folders_it_made(tmp_path, monkeypat
 
     run_sweep({**grid, "eval_every": [100]}, "0", results, progress=False)
     assert sorted(p.name for p in results.parent.iterdir()) == ["results.csv"]
+
+
+def test_run_sweep_takes_one_options_object_or_its_fields_by_name(tmp_path):
+    import inspect
+
+    from keras_nalu.sweeps import SweepOptions
+    from keras_nalu.sweeps.local import FillingOptions
+
+    assert len(inspect.signature(run_sweep).parameters) <= 8
+    grid = {"model": ["nau"], "input_size": [10], "iterations": [100]}
+    by_name = run_sweep(
+        grid,
+        "0-1",
+        tmp_path / "a.csv",
+        progress=False,
+        chunk_size=1,
+        backup_every=None,
+        pack_replicas=0,
+    )
+    options = SweepOptions(
+        chunk_size=1, backup_every=None, filling=FillingOptions(pack_replicas=0)
+    )
+    whole = run_sweep(grid, "0-1", tmp_path / "b.csv", options, progress=False)
+    assert whole.new_rows == by_name.new_rows == 2
+    assert list(whole.results["replicas"]) == [1, 1]  # chunk_size reached it
+    columns = ["config_id", "seed", "success", "interpolation_mse"]
+    pd.testing.assert_frame_equal(whole.results[columns], by_name.results[columns])
+    with pytest.raises(TypeError, match="unexpected keyword argument 'chunksize'"):
+        run_sweep(grid, "0", tmp_path / "c.csv", chunksize=1)
+    with pytest.raises(ValueError, match=r"options=SweepOptions.*\['chunk_size'\]"):
+        run_sweep(grid, "0", tmp_path / "c.csv", options, chunk_size=2)
+    assert not (tmp_path / "c.csv").exists()
 
 
 def test_the_backup_interval_reaches_the_sweep(tmp_path, monkeypatch):
@@ -464,7 +502,9 @@ def test_a_preset_that_cannot_be_vectorized_is_swept_seed_by_seed(tmp_path):
     # The iNALU's reinitialization acts on one model at a time: the sweep
     # trains its seeds with run_experiment and records the same verdicts.
     grid = ["model=inalu", "input_size=10", "iterations=200", "eval_every=100"]
-    outcome = run_sweep(parse_grid(grid), "0-1", tmp_path / "r.csv", 2, progress=False)
+    outcome = run_sweep(
+        parse_grid(grid), "0-1", tmp_path / "r.csv", chunk_size=2, progress=False
+    )
     assert outcome.new_rows == 2
     rows = read_results(outcome.path).sort_values("seed").reset_index(drop=True)
     assert list(rows["replicas"]) == [1, 1]
@@ -493,7 +533,9 @@ def test_the_snmu_sweeps_as_replicas_where_its_engine_carries_the_noise(tmp_path
         "iterations=100",
         "eval_every=50",
     ]
-    outcome = run_sweep(parse_grid(grid), "0-1", tmp_path / "r.csv", 2, progress=False)
+    outcome = run_sweep(
+        parse_grid(grid), "0-1", tmp_path / "r.csv", chunk_size=2, progress=False
+    )
     rows = read_results(outcome.path)
     expected = 2 if keras.backend.backend() == "jax" else 1
     assert list(rows["replicas"]) == [expected, expected]
@@ -562,20 +604,20 @@ def test_the_sweep_command_refuses_overlapping_ranges(tmp_path, capsys):
 
 def test_a_sweep_chunk_keeps_no_evaluation_history(monkeypatch):
     """Its rows hold verdicts only: no list of every evaluation is kept."""
-    from keras_nalu.sweeps.chunks import train_chunk
-    from keras_nalu.sweeps.engines import train
+    from keras_nalu.sweeps import training
+    from keras_nalu.sweeps.chunks import Chunk
 
     histories = []
-    train_run = train.train_run
+    train_runs = training.train_runs
 
     def spy(*args, **kwargs):
-        records = train_run(*args, **kwargs)
-        histories.extend(record["history"] for record in records)
+        records = train_runs(*args, **kwargs)
+        histories.extend(record["history"] for run in records for record in run)
         return records
 
-    monkeypatch.setattr(train, "train_run", spy)
+    monkeypatch.setattr(training, "train_runs", spy)
     config = ExperimentConfig(model="nau", input_size=10, iterations=20, eval_every=10)
-    rows = train_chunk(config, [0, 1])
+    rows = training.train_chunk(Chunk(config, (0, 1)))
     assert histories == [None, None]
     assert [(row["seed"], row["evaluations"]) for row in rows] == [(0, 3), (1, 3)]
 

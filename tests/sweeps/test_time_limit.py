@@ -8,7 +8,8 @@ import pytest
 from keras_nalu._files import backup_folder
 from keras_nalu.experiments import ExperimentConfig
 from keras_nalu.sweeps import local
-from keras_nalu.sweeps.engines import TimeLimitReached, TrainingLimits, replica_run
+from keras_nalu.sweeps.chunks import ChunkLimits
+from keras_nalu.sweeps.engines import TimeLimitReached, replica_run
 from keras_nalu.sweeps.results import read_results
 from keras_nalu.sweeps.runner import plan_sweep, run_sweep
 from tests.helpers import load_backup_state, save_backup_state
@@ -36,7 +37,13 @@ def _backups(path):
 def test_a_time_limit_stops_after_a_backup_and_a_rerun_continues(tmp_path):
     stopped = tmp_path / "stopped.csv"
     first = run_sweep(
-        [CONFIG], "0-1", stopped, 2, progress=False, backup_every=600, time_limit=0
+        [CONFIG],
+        "0-1",
+        stopped,
+        chunk_size=2,
+        progress=False,
+        backup_every=600,
+        time_limit=0,
     )
     assert not first.complete and first.new_rows == 0
     (backup,) = _backups(stopped)  # written at the limit, not after 600 s
@@ -45,12 +52,12 @@ def test_a_time_limit_stops_after_a_backup_and_a_rerun_continues(tmp_path):
     # More seeds, another chunk size: the backed-up chunk still comes first.
     plan = plan_sweep([CONFIG], "0-2", stopped, chunk_size=3)
     assert [chunk.seeds for chunk in plan] == [(0, 1), (2,)]
-    second = run_sweep([CONFIG], "0-2", stopped, 3, progress=False)
+    second = run_sweep([CONFIG], "0-2", stopped, chunk_size=3, progress=False)
     assert second.complete and second.new_rows == 3
     assert not _backups(stopped)
 
     reference = run_sweep(
-        [CONFIG], "0-2", tmp_path / "reference.csv", 2, progress=False
+        [CONFIG], "0-2", tmp_path / "reference.csv", chunk_size=2, progress=False
     )
     pd.testing.assert_frame_equal(
         _sorted(read_results(stopped)).drop(columns=TIMING),
@@ -63,9 +70,13 @@ def test_no_chunk_starts_after_the_time_limit(tmp_path):
         model="nau", input_size=10, iterations=100, eval_every=100
     )
     path = tmp_path / "results.csv"
-    outcome = run_sweep([one_block], "0-1", path, 1, progress=False, time_limit=0)
+    outcome = run_sweep(
+        [one_block], "0-1", path, chunk_size=1, progress=False, time_limit=0
+    )
     assert not outcome.complete and outcome.new_rows == 1  # the first chunk only
-    assert run_sweep([one_block], "0-1", path, 1, progress=False).new_rows == 1
+    assert (
+        run_sweep([one_block], "0-1", path, chunk_size=1, progress=False).new_rows == 1
+    )
 
 
 def test_a_time_limit_needs_backups_trained_here(tmp_path):
@@ -95,7 +106,7 @@ def test_a_backup_from_before_task_name_restores(tmp_path):
         model="nau", input_size=10, iterations=200, eval_every=100
     )
     run = replica_run(config, [0])
-    run.train(progress=False, deadline=None)
+    run.train(progress=False, limits=None)
     path = tmp_path / "chunk.npz"
     run.save_backup(path)
     state, arrays = load_backup_state(path)
@@ -114,13 +125,13 @@ def test_chunks_sharing_a_device_stop_at_the_deadline(monkeypatch):
 
     # Each worker takes a chunk before it looks at the deadline, whichever
     # starts first: no pause is needed for both to take one.
-    def fake_chunk(chunk, on_steps, limits, unroll=1):
+    def fake_unit(chunk, on_rows, on_steps, limits, unroll=1):
         taken.append(chunk)
         if chunk == "stops":
             raise TimeLimitReached("stopped at its backup")
-        return [chunk]
+        on_rows([chunk])
 
-    monkeypatch.setattr(local, "_train_one_chunk", fake_chunk)
+    monkeypatch.setattr(local, "train_unit", fake_unit)
     written = []
     with pytest.raises(TimeLimitReached):
         local._train_on_devices(
@@ -128,7 +139,7 @@ def test_chunks_sharing_a_device_stop_at_the_deadline(monkeypatch):
             [device, device],
             written.extend,
             lambda steps: None,
-            TrainingLimits(deadline=time.monotonic() - 1),
+            ChunkLimits(deadline=time.monotonic() - 1),
         )
     assert sorted(taken) == ["finishes", "stops"]  # no chunk after the deadline
     assert written == ["finishes"]  # a finished chunk's rows are kept
@@ -137,7 +148,7 @@ def test_chunks_sharing_a_device_stop_at_the_deadline(monkeypatch):
     written.clear()
     chunks = ["a", "b", "c", "d", "e"]
     local._train_on_devices(
-        chunks, [device] * 2, written.extend, lambda steps: None, TrainingLimits()
+        chunks, [device] * 2, written.extend, lambda steps: None, ChunkLimits()
     )
     assert sorted(written) == chunks
 
@@ -164,7 +175,7 @@ def test_a_resumed_sweeps_bar_counts_only_the_steps_trained_here_as_speed(
     import tqdm.auto
 
     path = tmp_path / "results.csv"
-    run_sweep([CONFIG], "0-1", path, 2, progress=False, time_limit=0)
+    run_sweep([CONFIG], "0-1", path, chunk_size=2, progress=False, time_limit=0)
     (backup,) = _backups(path)
     assert load_backup_state(backup)[0]["step"] == 100  # of 300
     bars, updates = [], []
@@ -180,7 +191,7 @@ def test_a_resumed_sweeps_bar_counts_only_the_steps_trained_here_as_speed(
             super().close()
 
     monkeypatch.setattr(tqdm.auto, "tqdm", Recorded)
-    resumed = run_sweep([CONFIG], "0-1", path, 2)
+    resumed = run_sweep([CONFIG], "0-1", path, chunk_size=2)
     assert resumed.complete
     (bar,) = bars
     assert bar["n"] == bar["total"] == 2 * 300  # the whole chunk is done

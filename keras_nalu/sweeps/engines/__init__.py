@@ -7,8 +7,9 @@ loop between evaluations and its `TrainingLimits` (`loop.py`), the run's
 state (`state.py`: `RunState`, its variables an `EngineState`) and its
 backup file (`backup.py`). An engine compiles the block of training steps
 and the evaluation for its Keras backend: `tensorflow.py` (`tf.function`,
-`tf.vectorized_map`) and `jax.py` (`jax.jit`, `jax.vmap`, `jax.lax.scan`);
-`packed.py` trains JAX runs of other recipes side by side in one program.
+`tf.vectorized_map`) and `jax.py` (`jax.jit`, `jax.vmap`, `jax.lax.scan`,
+and runs of other recipes side by side in one program), each following the
+step's rules of `step.py`.
 `replica_run(...)` and `train_replicas(...)` (`train.py`) pick the engine of
 the Keras backend in use (`KERAS_BACKEND`). Import the public names from
 here, `keras_nalu.sweeps.engines` (those that need JAX from their modules).
@@ -44,6 +45,7 @@ from keras_nalu.sweeps.engines.train import (
     replica_run,
     train_batched,
     train_replicas,
+    train_runs,
 )
 from keras_nalu.sweeps.engines.verdicts import Verdicts
 
@@ -72,5 +74,6 @@ __all__ = [
     "stop_requested",
     "train_batched",
     "train_replicas",
+    "train_runs",
     "vectorizable",
 ]

@@ -1,4 +1,6 @@
-"""The device a Keras backend trains on, in words, and XLA's flags for a GPU."""
+"""The device a Keras backend trains on, in words, the local devices chunks
+train on side by side, a worker process's environment, and XLA's flags for
+a GPU."""
 
 from __future__ import annotations
 
@@ -37,6 +39,30 @@ def device_name() -> str:
             )
             return details.get("device_name", "gpu")
     return "cpu"
+
+
+def local_devices() -> list:
+    """The accelerators chunks can train on side by side (JAX engine), or []."""
+    if keras.backend.backend() != "jax":
+        return []
+    import jax
+
+    devices = jax.devices()
+    return devices if len(devices) > 1 else []
+
+
+def worker_environment() -> dict[str, str]:
+    """What a process of `processes_per_device` adds to its environment.
+
+    JAX takes GPU memory as it needs it (`XLA_PYTHON_CLIENT_PREALLOCATE=
+    false`), not 75 % of it in the first process, unless
+    `XLA_PYTHON_CLIENT_MEM_FRACTION` is set, which then gives each process
+    that share. The Keras backend is the sweep's.
+    """
+    environment = {"KERAS_BACKEND": keras.backend.backend()}
+    if "XLA_PYTHON_CLIENT_MEM_FRACTION" not in os.environ:
+        environment["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+    return environment
 
 
 def jax_started() -> bool:

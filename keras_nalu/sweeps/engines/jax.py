@@ -48,6 +48,7 @@ from keras_nalu.keras_utils import iter_layers
 from keras_nalu.sweeps.engines.run import ReplicaRun
 from keras_nalu.sweeps.engines.setup import eval_groups
 from keras_nalu.sweeps.engines.state import EngineState
+from keras_nalu.sweeps.engines.step import step_rules
 from keras_nalu.tasks.operations import apply_operation
 from keras_nalu.tasks.ranges import place_uniform
 from keras_nalu.tasks.sampling import TRAIN_STREAM
@@ -57,17 +58,49 @@ _CHUNK = 100
 
 
 def matmul_precision():
-    """Matrix products at float32 precision while the engine computes.
-
-    A context manager; the packed program (`engines.packed`) runs under it
-    too.
-    """
+    """Matrix products at float32 precision while the engine computes."""
     return jax.default_matmul_precision("highest")
 
 
-def _per_replica(mask, value):
-    """`mask [R]` broadcast against `value [R, ...]`."""
-    return jnp.reshape(mask, mask.shape + (1,) * (value.ndim - 1))
+class _JaxOps:
+    """The array functions of `ReplicaOptimizer.clip` and `step_rules`, in JAX."""
+
+    sqrt, square, sum, reshape = jnp.sqrt, jnp.square, jnp.sum, jnp.reshape
+    maximum, minimum, all = jnp.maximum, jnp.minimum, jnp.all
+    isfinite, where = jnp.isfinite, jnp.where
+
+    @staticmethod
+    def map_replicas(function, values):
+        return jax.vmap(function)(values)
+
+
+def _scan_steps(runs, unroll, carries, starts, strengths, steps):
+    """`steps` steps of every run in one `jax.lax.scan`: the runs' carries after.
+
+    Each iteration takes one step of each run, on its own carry, batches and
+    λ(t), so a run's variables after it are those it has trained alone.
+    """
+
+    def one_step(carry, inputs):
+        return tuple(
+            run.train_step(own, own_inputs)[0]
+            for run, own, own_inputs in zip(runs, carry, inputs)
+        ), None
+
+    inputs = tuple(
+        (start + jnp.arange(steps, dtype=jnp.int32), table)
+        for start, table in zip(starts, strengths)
+    )
+    carries, _ = jax.lax.scan(one_step, tuple(carries), inputs, unroll=unroll)
+    return carries
+
+
+def _compiled(runs):
+    """The program of `_scan_steps` for these runs, compiled once per length."""
+    unroll = max(run.unroll for run in runs)
+    return jax.jit(
+        functools.partial(_scan_steps, tuple(runs), unroll), static_argnames="steps"
+    )
 
 
 class JaxReplicaRun(ReplicaRun):
@@ -104,7 +137,7 @@ class JaxReplicaRun(ReplicaRun):
         self._strength_variables = [r.current_strength for r in self.setup.regularizers]
         self._build_data()
         self._effective = _effective_weight_readers(template)
-        self._block_fn = jax.jit(self._train_steps, static_argnames="steps")
+        self._block_fn = _compiled([self])
         self._errors_fn = jax.jit(self._group_errors)
         self._sparsity_fn = jax.jit(self._replica_sparsity)
 
@@ -238,50 +271,58 @@ class JaxReplicaRun(ReplicaRun):
         gradients, (losses, (model_state, loss, regularization)) = jax.grad(
             total, has_aux=True
         )(carry.weights)
-        gradients = self.setup.optimizer.clip(gradients, jnp)
-        updated, optimizer = self.optimizer.stateless_apply(
+        gradients = self.setup.optimizer.clip(gradients, _JaxOps)
+        weights, optimizer = self.optimizer.stateless_apply(
             carry.optimizer, gradients, carry.weights
         )
-        finite = jnp.isfinite(losses)
-        for i, constraint in enumerate(self.setup.constraints):
-            if constraint is not None:
-                updated[i] = jax.vmap(constraint)(updated[i])
-            axes = tuple(range(1, updated[i].ndim))
-            finite &= jnp.all(jnp.isfinite(updated[i]), axis=axes)
-        keep = carry.active & finite
-
-        def kept(new, old):  # a replica that stops keeps its variables
-            return jnp.where(_per_replica(keep, new), new, old)
-
-        carry = EngineState(
-            weights=[kept(*pair) for pair in zip(updated, carry.weights)],
-            optimizer=[
-                kept(new, old) if per_replica else new
-                for new, old, per_replica in zip(
-                    optimizer, carry.optimizer, self._slot_flags
-                )
-            ],
-            model_state=[kept(*pair) for pair in zip(model_state, carry.model_state)],
-            active=keep,
-            diverged=jnp.where(carry.active & ~finite, step + 1, carry.diverged),
+        flags = [True] * len(weights) + self._slot_flags + [True] * len(model_state)
+        kept, active, diverged = step_rules(
+            _JaxOps,
+            self.setup.constraints,
+            losses,
+            [*weights, *optimizer, *model_state],
+            [*carry.weights, *carry.optimizer, *carry.model_state],
+            flags,
+            carry.active,
+            carry.diverged,
+            step,
         )
-        return carry, (loss, regularization)
-
-    def _train_steps(self, carry, start, strengths, steps):
-        indices = start + jnp.arange(steps, dtype=jnp.int32)
-        carry, _ = jax.lax.scan(
-            self.train_step, carry, (indices, strengths), unroll=self.unroll
-        )
-        return carry
+        return carry.unflatten([*kept, active, diverged]), (loss, regularization)
 
     def _train_block(self, start: int, strengths: np.ndarray) -> None:
+        self._train_programs(self._block_fn, [self], [start], [strengths])
+
+    @staticmethod
+    def _train_programs(program, runs, starts, strengths) -> None:
         with matmul_precision():
-            self.carry = self._block_fn(
-                self.carry,
-                jnp.asarray(start, jnp.int32),
-                jnp.asarray(strengths),
-                steps=len(strengths),
+            carries = program(
+                tuple(run.carry for run in runs),
+                tuple(jnp.asarray(start, jnp.int32) for start in starts),
+                tuple(jnp.asarray(table) for table in strengths),
+                steps=len(strengths[0]),
             )
+        for run, carry in zip(runs, carries):
+            run.carry = carry
+
+    @classmethod
+    def train_together(cls, runs, steps: int, programs: dict) -> None:
+        """Trains `steps` steps of several runs as one compiled program.
+
+        The runs may differ in their model, training and step; each iteration
+        of the program's loop takes one step of each (`_scan_steps`, the loop
+        a run trains alone in), so the runs share a device's cost per step.
+        The program is compiled once per set of runs (a run that ends means
+        another program for the others) and kept in `programs`.
+        """
+        if len(runs) == 1:
+            return super().train_together(runs, steps, programs)
+        key = tuple(id(run) for run in runs)
+        if key not in programs:
+            programs.clear()  # the runs changed: the old program is of no use
+            programs[key] = _compiled(runs)
+        strengths = [run.strengths(run.step, run.step + steps) for run in runs]
+        starts = [run.step for run in runs]
+        cls._train_programs(programs[key], runs, starts, strengths)
 
     # --- evaluation -----------------------------------------------------------------
 

@@ -5,8 +5,8 @@ two evaluations (`eval_every`), each compiled by the engine as one call. After
 each block it evaluates, writes the backup when it is due, reports progress,
 and stops at the last step, when no replica is left, at a `deadline`
 (`TimeLimitReached`) or at Ctrl-C (`stop_at_interrupt`). Where a run is
-backed up, how often, and when it stops is one `TrainingLimits` value,
-handed down from the sweep to the run.
+backed up, how often, and when it stops is one `TrainingLimits` value.
+Several runs train side by side through the same loop, each as if alone.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 BACKUP_EVERY = 600.0
@@ -30,11 +30,8 @@ class TrainingLimits:
     """Where a run is backed up, how often, and when it stops.
 
     Attributes:
-        backup: None for no backups; else where the backups go: a run's
-            `.npz` file (`ReplicaRun.train`), or, for a sweep's chunks
-            (`train_chunk`, `train_pack`, `run_sweep`'s dispatch), the
-            folder that holds one file per chunk (`chunk_backup`, a path or,
-            on Ray, a `backup_dir` URL).
+        backup: the run's backup file (`ReplicaRun.save_backup`), or None
+            for no backups.
         backup_every: seconds between two backups; 0 after every evaluation.
         deadline: a `time.monotonic()` time: at the first evaluation at or
             after it, a run writes its backup (if it has one) and raises
@@ -246,8 +243,8 @@ class RunLoop:
     The engine trains the steps; this decides where a block ends (the next
     evaluation, `next_stop`) and, once the run has trained up to there
     (`trained`), evaluates it, writes its backup when due, reports progress
-    and raises where the run stops early. `train_loop` drives one run with
-    it, `engines.packed` several at once.
+    and raises where the run stops early. `train_loop` drives one run or
+    several at once with it.
 
     Args:
         run: a `ReplicaRun`.
@@ -360,27 +357,77 @@ class RunLoop:
 
 
 def train_loop(
-    run,
-    progress: bool | Callable[[int], None] = True,
-    limits: TrainingLimits | None = None,
+    runs: Sequence,
+    progress: Sequence[bool | Callable[[int], None]] | None = None,
+    limits: Sequence[TrainingLimits | None] | None = None,
+    on_finished: Callable[[int], None] | None = None,
 ) -> None:
-    """`ReplicaRun.train`: trains `run` from its `step` to its last step.
+    """Trains runs from their steps to their last steps, each as if alone.
+
+    One run trains block by block in its own compiled program; several runs
+    train side by side, all advancing to the nearest evaluation of any of
+    them, in one program of their engine (`ReplicaRun.train_together`, JAX).
+    Each keeps its own evaluations, early stops, divergence, backups and
+    length (`RunLoop`); a run that has ended drops out.
 
     Args:
-        run: a `ReplicaRun`.
-        progress: see `ReplicaRun.train`.
-        limits: as for `RunLoop`.
+        runs: `ReplicaRun`s of one engine.
+        progress: per run, see `ReplicaRun.train`; None for none.
+        limits: per run, its `TrainingLimits`; None for none.
+        on_finished: called with a run's index once it has ended (its last
+            step, or no replica left), before the others go on.
+
+    Raises:
+        TimeLimitReached, KeyboardInterrupt: some run stopped at its deadline
+            or at Ctrl-C (`stop_at_interrupt`), each run left at its next
+            evaluation, after its backup (one message, `stopped_together`).
     """
-    loop = RunLoop(run, progress, limits)
+    runs = list(runs)
+    if len(runs) > 1 and not all(run.supports_packing for run in runs):
+        raise ValueError(
+            f"The {runs[0].engine} engine trains one run at a time; runs trained "
+            "together need the JAX engine (KERAS_BACKEND=jax)."
+        )
+    progress = [False] * len(runs) if progress is None else progress
+    limits = [None] * len(runs) if limits is None else limits
+    loops = [RunLoop(*arguments) for arguments in zip(runs, progress, limits)]
+    stopped, programs = [], {}
     try:
         with stop_at_interrupt():
-            loop.begin()
-            while (stop := loop.next_stop()) is not None:
-                run.train_block(run.step, stop)
-                loop.trained(stop - run.step)
+            for loop in loops:
+                loop.begin()
+            training = list(enumerate(loops))
+            while training := _training(training, on_finished):
+                steps = min(loop.next_stop() - loop.run.step for _, loop in training)
+                running = [loop.run for _, loop in training]
+                type(running[0]).train_together(running, steps, programs)
+                for _, loop in training:
+                    try:
+                        loop.trained(steps)
+                    except (TimeLimitReached, KeyboardInterrupt) as stop:
+                        stopped.append(stop)  # the others go on to theirs
+                        loop.close()
     finally:
+        for loop in loops:
+            loop.close()
+    if stopped:
+        raise stopped_together(stopped)
+
+
+def _training(loops, on_finished) -> list:
+    """The `(index, loop)`s still training; those that have ended, finished."""
+    going = []
+    for index, loop in loops:
+        if loop.closed:  # stopped early
+            continue
+        if loop.next_stop() is not None:
+            going.append((index, loop))
+            continue
         loop.close()
-    run.verdicts.finish(run.step)
+        loop.run.verdicts.finish(loop.run.step)
+        if on_finished is not None:
+            on_finished(index)
+    return going
 
 
 def _interrupted(run, backup) -> KeyboardInterrupt:

@@ -46,7 +46,7 @@ from keras_nalu.experiments import (
 )
 from keras_nalu.sweeps.engines import backup as backup_file
 from keras_nalu.sweeps.engines.device import device_name
-from keras_nalu.sweeps.engines.loop import BACKUP_EVERY, TrainingLimits, train_loop
+from keras_nalu.sweeps.engines.loop import TrainingLimits, train_loop
 from keras_nalu.sweeps.engines.schedule import strength_table
 from keras_nalu.sweeps.engines.setup import (
     ReplicaSetup,
@@ -80,7 +80,8 @@ class ReplicaRun(ReplicaVariables):
     class (`JaxReplicaRun(config, seeds)`) on its own. Call `train()`, then
     read `results()` (one `run_experiment`-style record per replica) or
     `model_for(r)` (a Keras model holding replica r's weights).
-    `train(backup=…)` saves the whole state now and then (`save_backup`),
+    `train(limits=TrainingLimits(backup=…))` saves the whole state now and
+    then (`save_backup`),
     and a new run of the same configuration and seeds continues from it
     (`restore_backup`). `batched(configs)` trains runs of different tasks
     (operation, ranges, subsets) that share the model and its training as
@@ -120,7 +121,7 @@ class ReplicaRun(ReplicaVariables):
     #: whether the engine carries per-replica non-trainable state (noise seeds).
     supports_state = False
     #: whether runs of other recipes train beside this one in one compiled
-    #: program (`engines.packed`), and the loop over steps unrolls (`unroll`).
+    #: program (`train_together`), and the loop over steps unrolls (`unroll`).
     supports_packing = False
 
     def __init__(
@@ -286,12 +287,22 @@ class ReplicaRun(ReplicaVariables):
         )
         self._set_active(self.verdicts.active)
 
+    @classmethod
+    def train_together(cls, runs, steps: int, programs: dict) -> None:
+        """Trains `steps` more steps of each of `runs`, each from its own step.
+
+        `train_loop` calls it with the runs still training; an engine that
+        trains several runs as one program (`supports_packing`) overrides it
+        and keeps its compiled programs in `programs`. Here: one run, its
+        own block.
+        """
+        (run,) = runs
+        run.train_block(run.step, run.step + steps)
+
     def train(
         self,
         progress: bool | Callable[[int], None] = True,
-        backup: str | os.PathLike | None = None,
-        backup_every: float = BACKUP_EVERY,
-        deadline: float | None = None,
+        limits: TrainingLimits | None = None,
     ) -> None:
         """Trains every replica for the configuration's iterations.
 
@@ -306,23 +317,18 @@ class ReplicaRun(ReplicaVariables):
                 restored run first reports the steps it starts from, to the
                 callable's `resumed` method if it has one, so that a rate
                 counts only the steps trained).
-            backup: a file that `save_backup` writes after an evaluation once
-                `backup_every` seconds have passed since the last one, so a
-                killed run loses at most that much training.
-            backup_every: seconds between two backups; 0 writes one after
-                every evaluation.
-            deadline: a `time.monotonic()` time: at the first evaluation at
-                or after it, the run writes its backup (if it has one) and
-                raises `TimeLimitReached`, unless it has finished. None for
-                no limit.
+            limits: where the run writes its backup (`save_backup`, after an
+                evaluation once `backup_every` seconds have passed, so a
+                killed run loses at most that much), and the deadline at whose
+                first evaluation it stops (`TrainingLimits`); None for none.
 
         Raises:
-            TimeLimitReached: the run stopped at `deadline`.
+            TimeLimitReached: the run stopped at its deadline, after its backup.
             KeyboardInterrupt: Ctrl-C (see `stop_at_interrupt`, which this
                 method uses): the run stopped at its next evaluation, after
                 writing its backup there.
         """
-        train_loop(self, progress, TrainingLimits(backup, backup_every, deadline))
+        train_loop([self], [progress], [limits])
 
     # --- state and backups ----------------------------------------------------
 

@@ -32,6 +32,7 @@ import tensorflow as tf
 from keras_nalu.sweeps.engines.run import ReplicaRun
 from keras_nalu.sweeps.engines.setup import eval_groups
 from keras_nalu.sweeps.engines.state import EngineState
+from keras_nalu.sweeps.engines.step import step_rules
 
 
 def _read(variable) -> tf.Tensor:
@@ -40,22 +41,24 @@ def _read(variable) -> tf.Tensor:
 
 
 class _TensorOps:
-    """The few array functions `ReplicaOptimizer.clip` needs, in TensorFlow."""
+    """The array functions of `ReplicaOptimizer.clip` and `step_rules`, in TF."""
 
     sqrt = staticmethod(tf.sqrt)
     square = staticmethod(tf.square)
     maximum = staticmethod(tf.maximum)
     minimum = staticmethod(tf.minimum)
     reshape = staticmethod(tf.reshape)
+    isfinite = staticmethod(tf.math.is_finite)
+    where = staticmethod(tf.where)
+    map_replicas = staticmethod(tf.vectorized_map)
 
     @staticmethod
     def sum(values, axis):
         return tf.reduce_sum(values, axis=list(axis))
 
-
-def _replica_axis(mask, rank: int):
-    """A `[R]` mask reshaped to broadcast against a `[R, ...]` tensor."""
-    return tf.reshape(mask, [-1] + [1] * (rank - 1))
+    @staticmethod
+    def all(values, axis):
+        return tf.reduce_all(values, axis=list(axis))
 
 
 class TensorFlowReplicaRun(ReplicaRun):
@@ -135,26 +138,24 @@ class TensorFlowReplicaRun(ReplicaRun):
 
     def _apply(self, step, losses, gradients):
         gradients = self.setup.optimizer.clip(gradients, _TensorOps)
-        before = [_read(v) for v in self._weights + self._slots]
+        variables = self._weights + self._slots
+        before = [_read(v) for v in variables]
         self.optimizer.apply(gradients, self._weights)
-        finite = tf.math.is_finite(losses)
-        for weight, constraint in zip(self._weights, self.setup.constraints):
-            if constraint is not None:
-                weight.assign(tf.vectorized_map(constraint, _read(weight)))
-            rank = len(weight.shape)
-            finite &= tf.reduce_all(
-                tf.math.is_finite(_read(weight)), axis=list(range(1, rank))
-            )
-        active = tf.identity(self._active_flags)
-        keep = active & finite
-        for variable, old in zip(self._weights + self._slots, before):
-            mask = _replica_axis(keep, len(variable.shape))
-            variable.assign(tf.where(mask, _read(variable), old))
-        newly_diverged = active & tf.logical_not(finite)
-        self._diverged.assign(
-            tf.where(newly_diverged, step + 1, tf.identity(self._diverged))
+        kept, active, diverged = step_rules(
+            _TensorOps,
+            self.setup.constraints,
+            losses,
+            [_read(v) for v in variables],
+            before,
+            [True] * len(variables),
+            tf.identity(self._active_flags),
+            tf.identity(self._diverged),
+            step,
         )
-        self._active_flags.assign(keep)
+        for variable, values in zip(variables, kept):
+            variable.assign(values)
+        self._diverged.assign(diverged)
+        self._active_flags.assign(active)
 
     def _make_train_block(self):
         @tf.function(

@@ -2,22 +2,21 @@
 
 `replica_run(config, seeds)` builds a `ReplicaRun` on the engine of the Keras
 backend in use (or the one named), as Keras' `Model` trains with its
-backend's trainer; `train_replicas` and `train_batched` build one and
-`train_run` continues it from a backup if there is one, trains it and
-returns its records.
+backend's trainer; `train_replicas` and `train_batched` build one, and
+`train_runs` continues runs from their backups, trains them and returns
+their records.
 """
 
 from __future__ import annotations
 
 import importlib
-import os
 from collections.abc import Callable, Sequence
 
 import keras
 
 from keras_nalu.experiments import ExperimentConfig
 from keras_nalu.sweeps.engines.backup import remove_backup
-from keras_nalu.sweeps.engines.loop import BACKUP_EVERY, TrainingLimits, train_loop
+from keras_nalu.sweeps.engines.loop import TrainingLimits, train_loop
 
 ENGINES = ("tensorflow", "jax")
 """The backends that have a replica engine."""
@@ -128,10 +127,8 @@ def train_replicas(
     config: ExperimentConfig,
     seeds: Sequence[int],
     progress: bool | Callable[[int], None] = True,
-    backup: str | os.PathLike | None = None,
-    backup_every: float = BACKUP_EVERY,
+    limits: TrainingLimits | None = None,
     engine: str | None = None,
-    deadline: float | None = None,
     history: bool = True,
     unroll: int = 1,
 ) -> list[dict]:
@@ -146,23 +143,22 @@ def train_replicas(
     its runs are other samples of the same experiment: the success rates
     agree, not each seed.
 
-    With `backup`, the run saves its state to that file every `backup_every`
-    seconds, and a later call with the same file continues where the last
-    backup left it, with the same records as an uninterrupted run (as Keras'
-    `BackupAndRestore` does for `fit`), except that their `history` lacks
-    the evaluations before the backup's step (see `ReplicaRun.results`).
-    The file is deleted once training ends.
+    With a backup file (`limits.backup`), the run saves its state there every
+    `limits.backup_every` seconds, and a later call with the same file
+    continues where the last backup left it, with the same records as an
+    uninterrupted run (as Keras' `BackupAndRestore` does for `fit`), except
+    that their `history` lacks the evaluations before the backup's step
+    (see `ReplicaRun.results`). The file is deleted once training ends
+    (`train_runs`).
 
     Args:
         config: the configuration (its `seed` is replaced by each of `seeds`).
         seeds: distinct integers >= 0.
         progress: True for a progress bar, False for none, or a callable
             receiving the number of steps done after each evaluation block.
-        backup: None, or the backup file (see `ReplicaRun.save_backup`).
-        backup_every: seconds between two backups; 0 after every evaluation.
+        limits: the backup file, how often, and the deadline at which the
+            run stops after its backup (`TrainingLimits`); None for none.
         engine: "tensorflow", "jax", or None for the Keras backend's.
-        deadline: a `time.monotonic()` time at which the run stops, after
-            writing `backup` (see `ReplicaRun.train`); None for no limit.
         history: False for records without `history` (None), which then
             need no list of every evaluation in memory (see `ReplicaRun`).
         unroll: steps per iteration of the compiled loop (JAX engine; see
@@ -174,10 +170,10 @@ def train_replicas(
 
     Raises:
         ValueError: bad seeds, a preset that cannot be vectorized, a backend
-            without an engine, or a `backup` file of another configuration,
+            without an engine, or a backup file of another configuration,
             other seeds or another engine.
-        TimeLimitReached: the run stopped at `deadline`; the same call again
-            continues it from `backup`.
+        TimeLimitReached: the run stopped at its deadline; the same call
+            again continues it from its backup.
 
     Example:
 
@@ -191,16 +187,14 @@ def train_replicas(
     Reference: Madsen & Johansen (2020), §4.1.1 and App. C.2.
     """
     run = replica_run(config, seeds, engine=engine, history=history, unroll=unroll)
-    return train_run(run, progress, TrainingLimits(backup, backup_every, deadline))
+    return train_runs([run], [progress], [limits])[0]
 
 
 def train_batched(
     configs: Sequence[ExperimentConfig],
     progress: bool | Callable[[int], None] = True,
-    backup: str | os.PathLike | None = None,
-    backup_every: float = BACKUP_EVERY,
+    limits: TrainingLimits | None = None,
     engine: str | None = None,
-    deadline: float | None = None,
     history: bool = True,
     unroll: int = 1,
 ) -> list[dict]:
@@ -213,32 +207,67 @@ def train_batched(
 
     Args:
         configs: the runs, one `ExperimentConfig` each (seed included).
-        progress, backup, backup_every, engine, deadline, history, unroll:
-            as for `train_replicas`.
+        progress, limits, engine, history, unroll: as for `train_replicas`.
 
     Returns:
         One record per config, in order.
     """
     run = batched_run(configs, engine=engine, history=history, unroll=unroll)
-    return train_run(run, progress, TrainingLimits(backup, backup_every, deadline))
+    return train_runs([run], [progress], [limits])[0]
 
 
-def train_run(
-    run, progress: bool | Callable[[int], None], limits: TrainingLimits
-) -> list[dict]:
-    """Trains a built run to its records, continued from its backup if any.
+def train_runs(
+    runs: Sequence,
+    progress: Sequence[bool | Callable[[int], None]] | None = None,
+    limits: Sequence[TrainingLimits | None] | None = None,
+    on_records: Callable[[int, list[dict]], None] | None = None,
+) -> list[list[dict] | None]:
+    """Trains built runs to their records: a backup's whole lifecycle.
 
-    The backup (`limits.backup`) is restored first, if it exists, and
-    deleted once the run has finished.
+    Each run continues from its backup file (`limits[i].backup`) if it
+    exists; the runs train together (`train_loop`: one run alone, several
+    in one program of the JAX engine); as each ends, its records go to
+    `on_records(index, records)`, then its backup is deleted.
 
     Args:
-        run: a `ReplicaRun` (`replica_run`, `batched_run`).
-        progress: as for `ReplicaRun.train`.
-        limits: the run's backup file, how often, and its deadline.
+        runs: `ReplicaRun`s (`replica_run`, `batched_run`).
+        progress: per run, as for `ReplicaRun.train`; None for none.
+        limits: per run, its backup file, how often, and its deadline.
+        on_records: called with a run's index and records once it has ended.
+
+    Returns:
+        Each run's records (None for a run that did not end).
+
+    Example (runs of two models in one program, under `KERAS_BACKEND=jax`;
+    `tests/sweeps/test_filling.py` runs it):
+
+    ```python
+    from keras_nalu.experiments import ExperimentConfig
+    from keras_nalu.sweeps.engines import replica_run
+
+    runs = [
+        replica_run(ExperimentConfig(model=model, input_size=10,
+                                     iterations=200, eval_every=100), [0, 1])
+        for model in ("nau", "nmu")
+    ]
+    records = train_runs(runs)
+    assert [run.step for run in runs] == [200, 200] and len(records[1]) == 2
+    ```
     """
-    if limits.backup is not None:
-        run.restore_backup(limits.backup)
-    train_loop(run, progress, limits)
-    if limits.backup is not None:
-        remove_backup(limits.backup)
-    return run.results()
+    runs = list(runs)
+    limits = [TrainingLimits()] * len(runs) if limits is None else list(limits)
+    limits = [TrainingLimits() if own is None else own for own in limits]
+    for run, own in zip(runs, limits):
+        if own.backup is not None:
+            run.restore_backup(own.backup)
+    records: list[list[dict] | None] = [None] * len(runs)
+
+    def finished(index: int) -> None:
+        records[index] = runs[index].results()
+        if on_records is not None:
+            on_records(index, records[index])
+        if limits[index].backup is not None:
+            remove_backup(limits[index].backup)
+
+    train_loop(runs, progress, limits, on_finished=finished)
+    return records
