@@ -68,6 +68,7 @@ import nalm  # noqa: E402
 import paper  # noqa: E402
 import published  # noqa: E402
 
+from keras_nalu.experiments import total_steps  # noqa: E402
 from keras_nalu.reports.summary import summarize  # noqa: E402
 from keras_nalu.sweeps.results import read_results  # noqa: E402
 
@@ -325,7 +326,7 @@ def _plan_size(_):
     configs = sum(len(configs) for _, _, configs in groups)
     runs = sum(len(seeds) * len(configs) for _, seeds, configs in groups)
     steps = sum(
-        len(seeds) * paper.total_steps(config)
+        len(seeds) * total_steps(config)
         for _, seeds, configs in groups
         for config in configs
     )
