@@ -1727,7 +1727,7 @@ SETTINGS = {
         "25 s": "the probe's slice at most (PROBE_SLICE)",
         "10,000": "the speed table's largest replica count",
         "16 MB": "the most a file coming back from a lent machine may hold",
-        "15 MB": "the most a tar file of the probe holds (gpu_probe.TAR_LIMIT)",
+        "15 MB": "the most a tar file of the probe holds (probe_backups.TAR_LIMIT)",
     },
 }
 """Numbers of a page's commands and settings, not measured: allowed on it."""
