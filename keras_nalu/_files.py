@@ -82,11 +82,16 @@ def atomic_write(
         with contextlib.suppress(OSError):
             temporary.unlink()
         raise
-    directory = os.open(path.parent, os.O_RDONLY)
+    _sync(path.parent)
+
+
+def _sync(path: Path) -> None:
+    """Flushes a file or a folder (a rename in it) to disk."""
+    descriptor = os.open(path, os.O_RDONLY)
     try:
-        os.fsync(directory)
+        os.fsync(descriptor)
     finally:
-        os.close(directory)
+        os.close(descriptor)
 
 
 def check_output_folder(
@@ -161,6 +166,12 @@ def write_json(path: str | os.PathLike, payload) -> None:
         handle.write(text)
 
 
+def write_text(path: str | os.PathLike, text: str) -> None:
+    """Writes `text` as UTF-8, atomically (`atomic_write`)."""
+    with atomic_write(path, encoding="utf-8") as handle:
+        handle.write(text)
+
+
 def _jsonable(value):
     if isinstance(value, np.generic):
         return value.item()
@@ -170,7 +181,10 @@ def _jsonable(value):
 
 
 def save_keras_model(model: keras.Model, path: str | os.PathLike) -> Path:
-    """Saves the `.keras` file (architecture, weights, optimizer state).
+    """Saves the `.keras` file (architecture, weights, optimizer state), atomically.
+
+    Keras writes a temporary `.keras` file beside `path`, which is renamed
+    over `path` once whole (as `atomic_write`), or removed if saving fails.
 
     Weights that are NaN or ±inf (a diverged run's) are saved as they are,
     with a warning that names them.
@@ -179,7 +193,17 @@ def save_keras_model(model: keras.Model, path: str | os.PathLike) -> Path:
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    model.save(path)
+    # Keras writes only to a name ending in `.keras`: the temporary keeps it.
+    temporary = temporary_path(path).with_suffix(".keras")
+    try:
+        model.save(temporary)
+        _sync(temporary)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise
+    _sync(path.parent)
     non_finite = non_finite_weights(model)
     if non_finite:
         count = len(non_finite)

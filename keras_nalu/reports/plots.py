@@ -24,6 +24,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
 
+from keras_nalu._files import atomic_write
 from keras_nalu.reports.summary import OUTCOME_COLUMNS, run_keys, summarize
 
 PLOT_SOFTWARE = "keras-nalu plot"
@@ -294,8 +295,8 @@ def plot_results(
         )
     figure = results_figure(results, x=x, hue=hue, operation=operation)
     out_path = Path(out_path)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(out_path, format="png", metadata={"Software": PLOT_SOFTWARE})
+    with atomic_write(out_path, "wb") as handle:
+        figure.savefig(handle, format="png", metadata={"Software": PLOT_SOFTWARE})
     return out_path
 
 

@@ -68,6 +68,7 @@ import nalm  # noqa: E402
 import paper  # noqa: E402
 import published  # noqa: E402
 
+from keras_nalu.experiments import total_steps  # noqa: E402
 from keras_nalu.reports.summary import summarize  # noqa: E402
 from keras_nalu.sweeps.results import read_results  # noqa: E402
 
@@ -325,7 +326,7 @@ def _plan_size(_):
     configs = sum(len(configs) for _, _, configs in groups)
     runs = sum(len(seeds) * len(configs) for _, seeds, configs in groups)
     steps = sum(
-        len(seeds) * paper.total_steps(config)
+        len(seeds) * total_steps(config)
         for _, seeds, configs in groups
         for config in configs
     )
@@ -1726,7 +1727,7 @@ SETTINGS = {
         "25 s": "the probe's slice at most (PROBE_SLICE)",
         "10,000": "the speed table's largest replica count",
         "16 MB": "the most a file coming back from a lent machine may hold",
-        "15 MB": "the most a tar file of the probe holds (gpu_probe.TAR_LIMIT)",
+        "15 MB": "the most a tar file of the probe holds (probe_backups.TAR_LIMIT)",
     },
 }
 """Numbers of a page's commands and settings, not measured: allowed on it."""
