@@ -58,9 +58,9 @@ class Piecewise(keras.layers.Layer):
     >>> layer.build((None, 2))
     >>> _ = layer.condition.operand_1.assign([[20.0], [0.0]])
     >>> _ = layer.condition.operand_2.assign([[0.0], [20.0]])
-    >>> _ = layer.condition.sign_kernel.assign([[10.0]])
+    >>> _ = layer.condition.sign_kernel.assign([[30.0]])
     >>> _ = layer.condition.zero_kernel.assign([[0.0]])
-    >>> _ = layer.condition.bias.assign([-5.0])  # c: x0 > x1
+    >>> _ = layer.condition.bias.assign([-15.0])  # c: x0 > x1
     >>> _ = layer.if_true.kernel.assign([[1.0], [-1.0]])  # x0 - x1
     >>> _ = layer.if_false.kernel.assign([[-1.0], [1.0]])  # x1 - x0
     >>> y = layer(np.array([[7.0, 3.0], [3.0, 7.0]], "float32"))  # |x0 - x1|
