@@ -69,3 +69,26 @@ def test_the_beside_table_names_the_initialization_it_was_given():
     table = dmu.beside_table(rows)
     assert "| × | dmu | DMU_add | 25 | 100 % [87, 100] |" in table
     assert "| × | nmu | – | 25 | 80 % [61, 91] |" in table
+
+
+def test_the_verdict_names_the_ranges_a_recipe_does_not_solve_every_run_of():
+    lost = _rows("single_dmu_add", "mul", 14)
+    for row in lost:
+        row["interpolation_range"], row["extrapolation_range"] = (
+            "U[-20,-10]",
+            "U[-40,-20]",
+        )
+    rows = nalm.judged(
+        pd.DataFrame(
+            _rows("single_nmru", "mul", 225, seeds=225)
+            + _rows("single_dmu_add", "mul", 25)
+            + lost
+            + _rows("single_dmu_add_author", "mul", 50)
+        )
+    )
+    text = dmu.verdict_text(rows)
+    line = next(x for x in text.splitlines() if x.startswith("- ×"))
+    assert line.startswith("- ×: the claim does not hold; dmu lower than nmru")
+    assert "U[-20, -10] → U[-40, -20] (14 of 25 solved)" in line
+    assert "dmu_author level with nmru, not every run solved on: none" in line
+    assert "- ÷: the claim is open; dmu not run yet" in text
