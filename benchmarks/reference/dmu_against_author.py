@@ -25,20 +25,23 @@ sign and of magnitudes from 10⁻³ to 10³ (and exact zeros):
 - the gradient of a weighted sum of the training outputs with respect to
   the gate's weights (the LayerNorm's scale and offset, W and b).
 
-Prints the largest relative difference of each and exits 1 if one exceeds
-10⁻¹² (outputs) or 10⁻¹⁰ (gradients).
+Prints the largest relative difference of each, writes them to `--out`
+(`benchmarks/results/dmu-against-author.json`, which the docs quote), and
+exits 1 if one exceeds 10⁻¹² (outputs) or 10⁻¹⁰ (gradients).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import sys
 import types
 from pathlib import Path
 
 import numpy as np
 
+OUT = Path(__file__).resolve().parents[1] / "results" / "dmu-against-author.json"
 OUTPUT_TOLERANCE = 1e-12
 GRADIENT_TOLERANCE = 1e-10
 
@@ -146,6 +149,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("checkout", type=Path, help="the author's code at 9350f32")
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=OUT, help="the JSON written")
     args = parser.parse_args(argv)
     import keras
 
@@ -164,6 +168,8 @@ def main(argv=None) -> int:
         failed |= value > limit
         print(f"{name:<36} largest relative difference {value:.2e} (limit {limit:g})")
     print("FAILED" if failed else "the same to float64 rounding")
+    record = {"seeds": args.seeds, "largest_relative_difference": worst}
+    args.out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     return 1 if failed else 0
 
 
