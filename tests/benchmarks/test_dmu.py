@@ -71,24 +71,48 @@ def test_the_beside_table_names_the_initialization_it_was_given():
     assert "| × | nmu | – | 25 | 80 % [61, 91] |" in table
 
 
-def test_the_verdict_names_the_ranges_a_recipe_does_not_solve_every_run_of():
-    lost = _rows("single_dmu_add", "mul", 14)
+def _lost_on_negative_inputs(model, solved, seeds=25):
+    lost = _rows(model, "mul", solved, seeds)
     for row in lost:
         row["interpolation_range"], row["extrapolation_range"] = (
             "U[-20,-10]",
             "U[-40,-20]",
         )
+    return lost
+
+
+def test_the_verdict_names_the_ranges_a_recipe_does_not_solve_every_run_of():
     rows = nalm.judged(
         pd.DataFrame(
             _rows("single_nmru", "mul", 225, seeds=225)
-            + _rows("single_dmu_add", "mul", 25)
-            + lost
-            + _rows("single_dmu_add_author", "mul", 50)
+            + _rows("single_dmu_add", "mul", 200, seeds=200)
+            + _lost_on_negative_inputs("single_dmu_add", 14)
+            + _rows("single_dmu_add_author", "mul", 225, seeds=225)
         )
     )
     text = dmu.verdict_text(rows)
     line = next(x for x in text.splitlines() if x.startswith("- ×"))
-    assert line.startswith("- ×: the claim does not hold; dmu lower than nmru")
+    # one recipe lower, the other level: not borne out, not refuted
+    assert line.startswith("- ×: the claim is not borne out; dmu lower than nmru")
     assert "U[-20, -10] → U[-40, -20] (14 of 25 solved)" in line
     assert "dmu_author level with nmru, not every run solved on: none" in line
     assert "- ÷: the claim is open; dmu not run yet" in text
+    assert "- +" not in text  # the claim names × and ÷ only
+
+
+def test_the_claim_stays_open_until_both_recipes_have_every_run():
+    full = _rows("single_nmru", "mul", 225, seeds=225) + _lost_on_negative_inputs(
+        "single_dmu_add", 100, seeds=225
+    )
+    partial = _rows("single_dmu_add_author", "mul", 10, seeds=50)
+    rows = nalm.judged(pd.DataFrame(full + partial))
+    assert dmu.claim_verdict(rows, "mul") == "is open"
+    assert "dmu_author (50 of 225 runs so far) lower than nmru" in dmu.verdict_text(
+        rows
+    )
+    done = _rows("single_dmu_add_author", "mul", 200, seeds=225)
+    rows = nalm.judged(pd.DataFrame(full + done))
+    assert dmu.claim_verdict(rows, "mul") == "does not hold"
+    # one complete recipe above every other unit is enough, the other unrun
+    rows = nalm.judged(pd.DataFrame(_rows("single_nmru", "mul", 100, 225) + done))
+    assert dmu.claim_verdict(rows, "mul") == "holds"
