@@ -14,6 +14,7 @@ from tests.backend import (
     FLOAT_DTYPES_FUNCTIONS,
     float64_functions,
     gradients,
+    steps_per_execution,
     to_numpy,
 )
 from tests.layers import contract
@@ -175,7 +176,9 @@ def test_learns_division_and_extrapolates():
     rng = np.random.default_rng(2)
     x = rng.uniform(1.0, 2.0, (256, 2)).astype("float32")
     model = keras.Sequential([keras.Input((2,)), DMU(1, initialization="sub")])
-    model.compile(keras.optimizers.Adam(0.05), "mse", steps_per_execution=40)
+    model.compile(
+        keras.optimizers.Adam(0.05), "mse", steps_per_execution=steps_per_execution(40)
+    )
     x = np.tile(x, (20, 1))  # 80 steps of 64 in one epoch
     model.fit(x, x[:, :1] / x[:, 1:], batch_size=64, epochs=1, verbose=0)
     test = rng.uniform(2.0, 6.0, (64, 2)).astype("float32")

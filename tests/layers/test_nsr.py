@@ -7,7 +7,12 @@ import pytest
 from keras_nalu.evaluation.sparsity import effective_weights
 from keras_nalu.export import export_onnx
 from keras_nalu.layers import NSR
-from tests.backend import FLOAT_DTYPES_FUNCTIONS, gradients, to_numpy
+from tests.backend import (
+    FLOAT_DTYPES_FUNCTIONS,
+    gradients,
+    steps_per_execution,
+    to_numpy,
+)
 from tests.layers import contract
 from tests.layers.contract import check_keras_round_trip, run_layer_test
 
@@ -131,7 +136,9 @@ def test_learns_greater_than_on_digits_and_extrapolates():
     digits = np.array([(i, j) for i in range(1, 10) for j in range(1, 10)], "float32")
     target = (digits[:, :1] > digits[:, 1:]).astype("float32")
     model = keras.Sequential([keras.Input((2,)), NSR(1)])
-    model.compile(keras.optimizers.Adam(0.1), "mae", steps_per_execution=50)
+    model.compile(
+        keras.optimizers.Adam(0.1), "mae", steps_per_execution=steps_per_execution(50)
+    )
     # 300 full-batch steps in one epoch
     x, t = np.tile(digits, (300, 1)), np.tile(target, (300, 1))
     model.fit(x, t, batch_size=81, epochs=1, shuffle=False, verbose=0)
