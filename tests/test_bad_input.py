@@ -17,9 +17,9 @@ import pytest
 
 import keras_nalu
 from keras_nalu import cli
-from keras_nalu import experiments as experiment_module
 from keras_nalu import export as export_module
 from keras_nalu.experiments import ExperimentConfig, check_run_name, run_experiment
+from keras_nalu.experiments import saved_run as experiment_module
 from keras_nalu.export import export_saved_model
 from keras_nalu.tasks import ArithmeticTask
 from keras_nalu.tasks.ranges import OverlappingRangesWarning
