@@ -143,7 +143,7 @@ def check_output_folder(
 
     for folder in (path, *path.parents):
         if folder.exists() and not folder.is_dir():
-            raise refused(f"{folder} is a file, not a folder; pass another path")
+            raise refused(f"{folder} is a file, not a folder; pass another path.")
     existing = next(folder for folder in (path, *path.parents) if folder.exists())
     try:
         with tempfile.NamedTemporaryFile(dir=existing, prefix=".write-check-"):
@@ -151,14 +151,14 @@ def check_output_folder(
     except OSError as error:
         reason = error.strerror or type(error).__name__
         raise refused(
-            f"cannot write in {existing} ({reason}); pass a folder you can write to"
+            f"cannot write in {existing} ({reason}); pass a folder you can write to."
         ) from None
     free = shutil.disk_usage(existing).free
     if free < min_free_bytes:
         raise refused(
             f"only {free / 2**20:.1f} MiB free in {existing}, less than the "
             f"{min_free_bytes / 2**20:.0f} MiB needed; free some space or pass "
-            "another folder"
+            "another folder."
         )
     return path
 

@@ -33,7 +33,8 @@ class ArgumentMessage:
     - `problem`: `"OWNER: PROBLEM"` (with a `context`: `"OWNER with ...
       PROBLEM"`);
 
-    then `". Received: NAME=VALUE, ..."` for each of `received` (none: `"."`).
+    then `". Received: NAME=VALUE, ..."` for each of `received` (none: the
+    text ends the message, its full stop included).
     The texts may name arguments as `{name}` fields, or with their value as
     `{name=}` fields (`input_size=100`), which `in_words` fills.
 
@@ -121,7 +122,7 @@ class ArgumentMessage:
             who = f"{'a run' if told else self.owner} with {shown(self.context)}"
         lead = self._lead(words, who, told and not self.context)
         if not self.received:
-            return f"{lead}."
+            return lead
         return f"{lead}. Received: {shown(self.received)}"
 
     def _lead(self, words: dict[str, str], who: str, ownerless: bool) -> str:

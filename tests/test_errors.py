@@ -39,7 +39,7 @@ def test_the_owners_message_and_the_callers_words_come_from_the_fields():
             "Received: --seeds []",
         ),
         (
-            {"problem": "{seeds=} is too short", "received": {}},
+            {"problem": "{seeds=} is too short.", "received": {}},
             "sweep: seeds=[] is too short.",
             "--seeds [] is too short.",
         ),
@@ -91,7 +91,7 @@ def test_a_warning_about_an_argument_is_told_the_same_way():
         "ArithmeticTask",
         "extrapolation_range",
         Verbatim("U[2, 6]"),
-        problem="can produce large targets on {extrapolation_range=}",
+        problem="can produce large targets on {extrapolation_range=}.",
         received={},
         context={"operation": "mul"},
     )

@@ -405,7 +405,7 @@ def check_run_memory(config: ExperimentConfig, replicas: int = 1) -> None:
             problem=f"{runs} of {{input_size=}} and {{batch_size=}} {need} at least "
             f"{needed / 2**30:,.3g} GiB for {its} data and weights, more than the "
             f"{memory / 2**30:,.3g} GiB of memory of this machine; pick a smaller "
-            "{input_size} or {batch_size}",
+            "{input_size} or {batch_size}.",
             received={},
             values={"batch_size": config.batch_size},
         )

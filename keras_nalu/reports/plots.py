@@ -330,7 +330,7 @@ def _select(
                 "operation",
                 operation,
                 problem="The results have no 'operation' column to select "
-                "{operation=} from",
+                "{operation=} from.",
                 received={},
             )
         selected = results[results["operation"] == operation]

@@ -166,7 +166,7 @@ def check_results_path(path: str | os.PathLike) -> Path:
             "results_path",
             str(path),
             problem="{results_path} " + literal(repr(str(path))) + " is a folder; "
-            "pass a CSV path",
+            "pass a CSV path.",
             received={},
         )
     return path

@@ -322,7 +322,7 @@ def _checked_results_file(results_path, backup_every, ray_address) -> Path:
             str(results_path),
             problem=f"{{results_path}} {literal(repr(str(results_path)))}: "
             f"{literal(folder)} is a file, where the sweep keeps the backups of its "
-            "chunks in training; move that file aside, or train without backups",
+            "chunks in training; move that file aside, or train without backups.",
             received={},
         )
     return path

@@ -143,7 +143,7 @@ class TaskChecks:
                     "{extrapolation_range=}"
                     f"{self._steps_note('extrapolation')}, beyond float32's "
                     "exact-integer range (2**24): rounding alone makes the MSE "
-                    "large",
+                    "large.",
                     received={},
                     context={"operation": self.operation},
                 ),
