@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from keras_nalu.errors import ArgumentError, literal
+
 if TYPE_CHECKING:
     import keras
 
@@ -133,27 +135,34 @@ def check_output_folder(
     ('runs', False)
     """
     path = Path(path)
-    given = f"{argument} {str(path if value is None else value)!r}"
+    given = str(path if value is None else value)
+
+    def refused(problem: str) -> ArgumentError:
+        return ArgumentError(
+            "",
+            argument,
+            given,
+            problem=f"{{{argument}}} {literal(repr(given))}: {literal(problem)}",
+            received={},
+        )
+
     for folder in (path, *path.parents):
         if folder.exists() and not folder.is_dir():
-            raise ValueError(
-                f"{given}: {folder} is a file, not a folder; pass another path."
-            )
+            raise refused(f"{folder} is a file, not a folder; pass another path.")
     existing = next(folder for folder in (path, *path.parents) if folder.exists())
     try:
         with tempfile.NamedTemporaryFile(dir=existing, prefix=".write-check-"):
             pass
     except OSError as error:
         reason = error.strerror or type(error).__name__
-        raise ValueError(
-            f"{given}: cannot write in {existing} ({reason}); pass a folder you "
-            "can write to."
+        raise refused(
+            f"cannot write in {existing} ({reason}); pass a folder you can write to."
         ) from None
     free = shutil.disk_usage(existing).free
     if free < min_free_bytes:
-        raise ValueError(
-            f"{given}: only {free / 2**20:.1f} MiB free in {existing}, less than "
-            f"the {min_free_bytes / 2**20:.0f} MiB needed; free some space or pass "
+        raise refused(
+            f"only {free / 2**20:.1f} MiB free in {existing}, less than the "
+            f"{min_free_bytes / 2**20:.0f} MiB needed; free some space or pass "
             "another folder."
         )
     return path

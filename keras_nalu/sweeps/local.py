@@ -35,6 +35,7 @@ import os
 import time
 
 from keras_nalu._validation import check_non_negative_int, check_positive_int
+from keras_nalu.errors import ArgumentError
 from keras_nalu.sweeps.chunks import Pack, pack_chunks, train_chunk, train_pack
 from keras_nalu.sweeps.engines import (
     TimeLimitReached,
@@ -186,11 +187,16 @@ class FillingOptions:
         if ray_address is not None:
             self._check_ray()
         if processes != 1 and self.chunks_per_device != 1:
-            raise ValueError(
-                "run_sweep fills a device with threads (chunks_per_device) or with "
-                "processes (processes_per_device), not both. Received: "
-                f"chunks_per_device={self.chunks_per_device!r}, "
-                f"processes_per_device={processes!r}"
+            raise ArgumentError(
+                "run_sweep",
+                "processes_per_device",
+                processes,
+                problem="a device is filled with threads ({chunks_per_device}) or "
+                "with processes ({processes_per_device}), not both",
+                received={
+                    "chunks_per_device": self.chunks_per_device,
+                    "processes_per_device": processes,
+                },
             )
         from keras_nalu.sweeps.engines import engine_class
 
@@ -222,10 +228,12 @@ class FillingOptions:
                 f"Received: {asked}"
             )
         if self.chunks_per_device != 1:
-            raise ValueError(
-                "On Ray, chunks share a GPU by gpus_per_chunk (e.g. 0.25 for four "
-                "chunks a GPU), not chunks_per_device. Received: "
-                f"chunks_per_device={self.chunks_per_device!r}"
+            raise ArgumentError(
+                "run_sweep",
+                "chunks_per_device",
+                self.chunks_per_device,
+                problem="On Ray, chunks share a GPU by {gpus_per_chunk} (e.g. 0.25 "
+                "for four chunks a GPU), not {chunks_per_device}",
             )
 
     def _check_engine(self, engine) -> None:

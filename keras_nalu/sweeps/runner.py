@@ -41,6 +41,7 @@ from pathlib import Path
 import pandas as pd
 
 from keras_nalu._files import backup_folder, check_output_folder
+from keras_nalu.errors import ArgumentError, literal
 from keras_nalu.experiments import ExperimentConfig, check_run_memory
 from keras_nalu.sweeps.chunks import (
     Chunk,
@@ -286,22 +287,26 @@ def _check_limits(backup_every, time_limit, ray_address) -> None:
     """Refuses a negative `backup_every` or `time_limit`, or a limit without
     backups trained here."""
     if backup_every is not None and not backup_every >= 0:
-        raise ValueError(
-            "run_sweep expects backup_every to be None or >= 0 seconds. "
-            f"Received: backup_every={backup_every!r}"
+        raise ArgumentError(
+            "run_sweep",
+            "backup_every",
+            backup_every,
+            requirement="be None or >= 0 seconds",
         )
     if time_limit is None:
         return
     if not time_limit >= 0:
-        raise ValueError(
-            "run_sweep expects time_limit to be None or >= 0 seconds. "
-            f"Received: time_limit={time_limit!r}"
+        raise ArgumentError(
+            "run_sweep", "time_limit", time_limit, requirement="be None or >= 0 seconds"
         )
     if backup_every is None or ray_address is not None:
-        raise ValueError(
-            "run_sweep stops at time_limit only with backups, trained here: "
-            "pass backup_every and no ray_address. Received: "
-            f"backup_every={backup_every!r}, ray_address={ray_address!r}"
+        raise ArgumentError(
+            "run_sweep",
+            "time_limit",
+            time_limit,
+            problem="{time_limit} stops a sweep trained here at a backup: it needs "
+            "backups (every {backup_every} seconds) and no {ray_address}",
+            received={"backup_every": backup_every, "ray_address": ray_address},
         )
 
 
@@ -311,10 +316,14 @@ def _checked_results_file(results_path, backup_every, ray_address) -> Path:
     check_output_folder(path.parent, "results_path", results_path)
     folder = backup_folder(path)
     if backup_every is not None and ray_address is None and folder.is_file():
-        raise ValueError(
-            f"results_path {str(results_path)!r}: {folder} is a file, where "
-            "the sweep keeps the backups of its chunks in training; move that file "
-            "aside, or train without backups."
+        raise ArgumentError(
+            "",
+            "results_path",
+            str(results_path),
+            problem=f"{{results_path}} {literal(repr(str(results_path)))}: "
+            f"{literal(folder)} is a file, where the sweep keeps the backups of its "
+            "chunks in training; move that file aside, or train without backups.",
+            received={},
         )
     return path
 
