@@ -210,22 +210,26 @@ class FillingOptions:
             pack_replicas = default_pack_replicas() if ray_address is None else 0
         return dataclasses.replace(self, pack_replicas=pack_replicas)
 
-    def _asked(self, names) -> str:
-        """The options of `names` that ask for something, as `name=value`."""
-        return ", ".join(
-            f"{name}={getattr(self, name)!r}"
+    def _asked(self, names) -> dict:
+        """The options of `names` that ask for something, with their values."""
+        return {
+            name: getattr(self, name)
             for name in names
             if getattr(self, name) not in (None, _ASKS_NOTHING[name])
-        )
+        }
 
     def _check_ray(self) -> None:
         """Refuses the ways that only a sweep trained here has."""
         asked = self._asked(("pack_replicas", "processes_per_device", "unroll"))
         if asked:
-            raise ValueError(
-                "On Ray, each chunk is a task of its own, trained alone: packs, "
-                "processes and unrolled loops are ways of a sweep trained here. "
-                f"Received: {asked}"
+            raise ArgumentError(
+                "",
+                next(iter(asked)),
+                next(iter(asked.values())),
+                problem="On Ray, each chunk is a task of its own, trained alone: "
+                "packs, processes and unrolled loops are ways of a sweep trained "
+                "here",
+                received=asked,
             )
         if self.chunks_per_device != 1:
             raise ArgumentError(
@@ -240,10 +244,14 @@ class FillingOptions:
         """Refuses the ways of the JAX engine (`JAX_ONLY`) on another engine."""
         asked = self._asked(JAX_ONLY)
         if asked and not engine.supports_packing:
-            raise ValueError(
-                f"The {engine.engine} engine trains one chunk at a time, alone: "
-                "chunks side by side in threads, packs and unrolled loops need "
-                f"the JAX engine (KERAS_BACKEND=jax). Received: {asked}"
+            raise ArgumentError(
+                "",
+                next(iter(asked)),
+                next(iter(asked.values())),
+                problem=f"The {engine.engine} engine trains one chunk at a time, "
+                "alone: chunks side by side in threads, packs and unrolled loops "
+                "need the JAX engine (KERAS_BACKEND=jax)",
+                received=asked,
             )
 
 
