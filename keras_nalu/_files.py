@@ -73,12 +73,20 @@ def atomic_write(
         raise ValueError(f"atomic_write expects mode 'w' or 'wb'. Received: {mode!r}")
     path = Path(path)
     temporary = temporary_path(path) if temporary is None else Path(temporary)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
+    with _moved_into_place(temporary, path):
         with open(temporary, mode, **open_kwargs) as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
+
+
+@contextlib.contextmanager
+def _moved_into_place(temporary: Path, path: Path):
+    """Renames `temporary`, written by the block, over `path` (its folder
+    created first, synced after); removes `temporary` if the block raises."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        yield
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -201,18 +209,11 @@ def save_keras_model(model: keras.Model, path: str | os.PathLike) -> Path:
     from keras_nalu.keras_utils import describe_weights, non_finite_weights
 
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     # Keras writes only to a name ending in `.keras`: the temporary keeps it.
     temporary = temporary_path(path).with_suffix(".keras")
-    try:
+    with _moved_into_place(temporary, path):
         model.save(temporary)
         _sync(temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
-        raise
-    _sync(path.parent)
     non_finite = non_finite_weights(model)
     if non_finite:
         count = len(non_finite)

@@ -218,19 +218,27 @@ def measure_targets(seeds=range(10), batches=100) -> dict:
 # --- speed ----------------------------------------------------------------------------
 
 
-def measure_speed(replicas=100, steps=6_000, repeats=2) -> dict:
-    """Seed-steps per CPU second (the process's, every thread: the cores are
-    shared) of the JAX engine: the package's settings and the reference's,
-    and each of the reference's alone; the best of `repeats`."""
-    from keras_nalu.experiments import REFERENCE_SETTINGS, ExperimentConfig
-    from keras_nalu.sweeps.engines.jax import JaxReplicaRun
+def _speed_variants() -> dict:
+    """The settings whose speed is measured: the package's, the reference's,
+    and each of the reference's alone."""
+    from keras_nalu.experiments import REFERENCE_SETTINGS
 
-    variants = {
+    return {
         "package": {},
         "epsilon": {"epsilon": REFERENCE_SETTINGS["epsilon"]},
         "lambda_every_step": {"steps_per_execution": 1},
         "reference": dict(REFERENCE_SETTINGS),
     }
+
+
+def measure_speed(replicas=100, steps=6_000, repeats=2) -> dict:
+    """Seed-steps per CPU second (the process's, every thread: the cores are
+    shared) of the JAX engine: the package's settings and the reference's,
+    and each of the reference's alone; the best of `repeats`."""
+    from keras_nalu.experiments import ExperimentConfig
+    from keras_nalu.sweeps.engines.jax import JaxReplicaRun
+
+    variants = _speed_variants()
     best = {name: 0.0 for name in variants}
     for _ in range(repeats):
         for name, fields in variants.items():
@@ -266,18 +274,9 @@ def measure_fit_speed(steps=5_000, repeats=2) -> dict:
     is `steps_per_execution=1`, a call of the compiled step per step."""
     import keras
 
-    from keras_nalu.experiments import (
-        REFERENCE_SETTINGS,
-        ExperimentConfig,
-        run_experiment,
-    )
+    from keras_nalu.experiments import ExperimentConfig, run_experiment
 
-    variants = {
-        "package": {},
-        "epsilon": {"epsilon": REFERENCE_SETTINGS["epsilon"]},
-        "lambda_every_step": {"steps_per_execution": 1},
-        "reference": dict(REFERENCE_SETTINGS),
-    }
+    variants = _speed_variants()
     best = {name: 0.0 for name in variants}
     for _ in range(repeats):
         for name, fields in variants.items():
