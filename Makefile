@@ -39,7 +39,11 @@ test: $(STAMP)
 	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -n 2 --durations=15 -q
 	KERAS_BACKEND=jax $(BIN)/python -m pytest -n 2 -q $(CORE_TESTS) \
 		tests/sweeps/test_jax_engine.py tests/sweeps/test_seeding.py \
-		tests/sweeps/test_filling.py tests/sweeps/test_reference.py
+		tests/sweeps/test_filling.py
+	# In a process of its own: after other JAX tests in the same worker, an
+	# evaluation's MSE has differed from the reference's by 5e-9 relative
+	# (its bound is 1e-9), the steps themselves still equal.
+	KERAS_BACKEND=jax $(BIN)/python -m pytest -n 2 -q tests/sweeps/test_reference.py
 	$(MAKE) test-without-tensorflow
 	KERAS_BACKEND=torch OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 -q $(CORE_TESTS)
 	$(MAKE) wheel-check

@@ -17,10 +17,12 @@ the papers' 10-input runs. Evaluation every 1,000 steps, batch 128.
 Training goes through `run_sweep` (resumable, vectorized replicas on the
 TensorFlow or the JAX engine; a preset an engine cannot vectorize, such as
 the sNMU's noise on TensorFlow, trains one seed at a time there).
-`--iterations` shortens every run for a quick check. A run succeeds when its
-extrapolation MSE at the step of lowest validation MSE is below the
-threshold, and never when it diverged. The summary gives both rules of the
-papers, each with a Wilson 95 % interval:
+`--iterations` shortens every run for a quick check. The DMU
+(`OTHER_UNITS`, `--units dmu,dmu_author`) runs through the same plan into a
+results file of its own, with 2 inputs only (`benchmarks/dmu.py`). A run
+succeeds when its extrapolation MSE at the step of lowest validation MSE is
+below the threshold, and never when it diverged. The summary gives both
+rules of the papers, each with a Wilson 95 % interval:
 
 - `fixed`: MSE < 10⁻⁵, the rule of the division (NMRU) and robust-NMU (sNMU)
   papers;
@@ -103,6 +105,31 @@ UNITS = {
     },
 }
 
+#: Units whose rows live in a results file of their own (`benchmarks/dmu.py`):
+#: the DMU's initialization is chosen by operation (Curry 2025), DMU_add for
+#: + and ×, DMU_sub for − and ÷.
+OTHER_UNITS = {
+    "dmu": {
+        "add": "single_dmu_add",
+        "sub": "single_dmu_sub",
+        "mul": "single_dmu_add",
+        "div": "single_dmu_sub",
+    },
+    "dmu_author": {
+        "add": "single_dmu_add_author",
+        "sub": "single_dmu_sub_author",
+        "mul": "single_dmu_add_author",
+        "div": "single_dmu_sub_author",
+    },
+}
+
+#: Every unit `plan` and `judged` know.
+ALL_UNITS = {**UNITS, **OTHER_UNITS}
+
+#: Units that run with some input sizes only: the DMU's operands are the
+#: first two inputs, where the 10-input task places a and b by seed.
+ONLY_INPUT_SIZES = {"dmu": (2,), "dmu_author": (2,)}
+
 #: The seeds of each (cell, range): 25, as the benchmark.
 SEEDS = "0-24"
 
@@ -168,7 +195,9 @@ def plan(
     cells = []
     for input_size in input_sizes:
         for unit in units:
-            for operation, preset in UNITS[unit].items():
+            if input_size not in ONLY_INPUT_SIZES.get(unit, (input_size,)):
+                continue
+            for operation, preset in ALL_UNITS[unit].items():
                 if operation not in operations:
                     continue
                 ranges, skipped = [], []
@@ -288,7 +317,7 @@ def write_summary(out: Path) -> str | None:
 
 def judged(results: pd.DataFrame) -> pd.DataFrame:
     """The benchmark's rows, each judged by both rules (fixed, simulated)."""
-    presets = {p: u for u, ops in UNITS.items() for p in ops.values()}
+    presets = {p: u for u, ops in ALL_UNITS.items() for p in ops.values()}
     rows = results[results["model"].isin(presets)].copy()
     if rows.empty:
         return rows
@@ -487,7 +516,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     sizes = [int(n) for n in _names(args.inputs, map(str, NALM_INPUT_SIZES), "size")]
-    units = _names(args.units, UNITS, "unit")
+    units = _names(args.units, ALL_UNITS, "unit")
     operations = _names(args.operations, ("add", "sub", "mul", "div"), "operation")
     indices = parse_seeds(args.ranges, owner="--ranges")
     if max(indices) >= len(NALM_RANGES):

@@ -261,6 +261,31 @@ NALM_PAPER = (
 )
 """The paper whose pooled rates stand beside the NALM rows."""
 
+# Curry (2025), the Domain Mixed Unit: the paper's text could not be read for
+# this package (only its abstract: "the highest percentage solved over all
+# seeds on multiplication and division" of the NALM benchmark, with DMU_add
+# for + and × and DMU_sub for − and ÷). The counts below are not the paper's
+# table but the author's own run committed in his code:
+# `named_results/commit_83e6f2df434dfd88bd0c2370a8d97c5c81a1c368_good.json`
+# of marict/nalm-benchmark (2025-08-28): 25 seeds × 9 ranges, 2 inputs, ×
+# and + with DMU_add, − and ÷ with DMU_sub, 2,000 steps at most, Adam 10⁻³,
+# batch 512, global gradient norm 0.01; solved ("grokked") = the MSE of the
+# one-hot evaluation on the interpolation (validation) set below 10⁻⁷ at 100
+# steps in a row, checked every step (`experiments/single_layer_benchmark.py`
+# at that commit: the extrapolation set is not judged).
+DMU_AUTHOR_RUN = {
+    "add": Count(222, 225),
+    "sub": Count(225, 225),
+    "mul": Count(225, 225),
+    "div": Count(203, 225),
+}
+"""The DMU author's committed 2-input run, solved seeds by operation."""
+
+DMU_CLAIM = (
+    'Curry (2025), "The Domain Mixed Unit", abstract: "the highest percentage '
+    'solved over all seeds on multiplication and division" of the NALM benchmark'
+)
+
 TRASK_MNIST_ADDITION_MAE = {10: 1.42, 100: 7.88, 1000: 57.3}
 """Trask et al. (2018), Table 2: the NAC's mean absolute error on MNIST digit
 addition, per sequence length (the full MNIST)."""

@@ -242,38 +242,74 @@ def _list(text: str) -> list[str]:
     return [item for item in text.split(",") if item]
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--replicas", default="1,100,1000", help="R values")
-    parser.add_argument(
+def parser() -> argparse.ArgumentParser:
+    options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    options.add_argument("--replicas", default="1,100,1000", help="R values")
+    options.add_argument(
         "--engines", default="fit,tensorflow,jax", help="fit, tensorflow, jax"
     )
-    parser.add_argument("--steps", type=int, default=3000, help="measured steps")
-    parser.add_argument(
+    options.add_argument("--steps", type=int, default=3000, help="measured steps")
+    options.add_argument(
         "--seed-steps",
         type=int,
         default=300_000,
         help="measure at least this many seed-steps: steps >= seed-steps / R",
     )
-    parser.add_argument("--warmup", type=int, default=1000, help="steps subtracted")
-    parser.add_argument("--repeats", type=int, default=2, help="best of N processes")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
+    options.add_argument("--warmup", type=int, default=1000, help="steps subtracted")
+    options.add_argument("--repeats", type=int, default=2, help="best of N processes")
+    options.add_argument("--seed", type=int, default=0)
+    options.add_argument(
         "--tf-max-replicas",
         type=int,
         default=100,
         help="largest R for the TensorFlow engine (it is slow beyond)",
     )
-    parser.add_argument("--profile", action="store_true", help="JAX step profile")
-    parser.add_argument("--out", default=str(RESULTS))
-    parser.add_argument("--case", choices=sorted(CASES), help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    options.add_argument("--profile", action="store_true", help="JAX step profile")
+    options.add_argument("--out", default=str(RESULTS))
+    options.add_argument("--case", choices=sorted(CASES), help=argparse.SUPPRESS)
+    return options
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
     if args.case:
         args.replicas = int(args.replicas)
         result = CASES[args.case](args)
         result["device"] = _device()
         print(json.dumps(result))
         return 0
+    load_before = os.getloadavg()
+    started = time.time()
+    rows, skipped, profile = measure(args)
+    record = {
+        "rows": rows,
+        "ratios": _ratios(rows),
+        "profile": profile,
+        "skipped": skipped,
+        "config": CONFIG,
+        "steps": args.steps,
+        "warmup": args.warmup,
+        "repeats": args.repeats,
+        "machine": machine(load_before),
+        "date": time.strftime("%Y-%m-%d %H:%M", time.localtime(started)),
+        "seconds": time.time() - started,
+    }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    report(record)
+    print(
+        f"load average before/after: {load_before[0]:.1f}/"
+        f"{record['machine']['load_average_after'][0]:.1f} on {os.cpu_count()} "
+        f"CPUs; written to {out}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def measure(args) -> tuple[list[dict], list[str], dict | None]:
+    """Every engine and replica count asked for, each in its own processes:
+    the rows, the engines skipped (not installed) and the JAX step profile."""
     engines = _list(args.engines)
     replica_counts = [int(r) for r in _list(args.replicas)]
     have = {
@@ -281,8 +317,6 @@ def main(argv=None) -> int:
         "tensorflow": _installed("tensorflow"),
         "jax": _installed("jax"),
     }
-    load_before = os.getloadavg()
-    started = time.time()
     rows, skipped = [], []
     plan = [("fit", 1)] if "fit" in engines else []
     for engine in ("tensorflow", "jax"):
@@ -303,25 +337,15 @@ def main(argv=None) -> int:
     if args.profile and have["jax"]:
         print("profiling the JAX engine at R=100 ...", file=sys.stderr, flush=True)
         profile = _run_case("profile", "jax", 100, args)
-    record = {
-        "rows": rows,
-        "ratios": _ratios(rows),
-        "profile": profile,
-        "skipped": skipped,
-        "config": CONFIG,
-        "steps": args.steps,
-        "warmup": args.warmup,
-        "repeats": args.repeats,
-        "machine": machine(load_before),
-        "date": time.strftime("%Y-%m-%d %H:%M", time.localtime(started)),
-        "seconds": time.time() - started,
-    }
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    print(_table(rows))
+    return rows, skipped, profile
+
+
+def report(record: dict) -> None:
+    """Prints the table, the ratios, the profile and what was skipped."""
+    print(_table(record["rows"]))
     for name, value in record["ratios"].items():
         print(f"{name}: {value:.2f}")
+    profile = record["profile"]
     if profile:
         print(
             "JAX engine, R=100, per step (wall / CPU ms): "
@@ -332,15 +356,8 @@ def main(argv=None) -> int:
             "random numbers and targets is "
             f"{profile['random_numbers_and_targets_share']:.0%} of a step's CPU time"
         )
-    if skipped:
-        print(f"skipped: {', '.join(skipped)}")
-    print(
-        f"load average before/after: {load_before[0]:.1f}/"
-        f"{record['machine']['load_average_after'][0]:.1f} on {os.cpu_count()} "
-        f"CPUs; written to {out}",
-        file=sys.stderr,
-    )
-    return 0
+    if record["skipped"]:
+        print(f"skipped: {', '.join(record['skipped'])}")
 
 
 if __name__ == "__main__":

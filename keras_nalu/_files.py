@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from keras_nalu.errors import ArgumentError, literal
+
 if TYPE_CHECKING:
     import keras
 
@@ -71,22 +73,35 @@ def atomic_write(
         raise ValueError(f"atomic_write expects mode 'w' or 'wb'. Received: {mode!r}")
     path = Path(path)
     temporary = temporary_path(path) if temporary is None else Path(temporary)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
+    with _moved_into_place(temporary, path):
         with open(temporary, mode, **open_kwargs) as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
+
+
+@contextlib.contextmanager
+def _moved_into_place(temporary: Path, path: Path):
+    """Renames `temporary`, written by the block, over `path` (its folder
+    created first, synced after); removes `temporary` if the block raises."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        yield
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(OSError):
             temporary.unlink()
         raise
-    directory = os.open(path.parent, os.O_RDONLY)
+    _sync(path.parent)
+
+
+def _sync(path: Path) -> None:
+    """Flushes a file or a folder (a rename in it) to disk."""
+    descriptor = os.open(path, os.O_RDONLY)
     try:
-        os.fsync(directory)
+        os.fsync(descriptor)
     finally:
-        os.close(directory)
+        os.close(descriptor)
 
 
 def check_output_folder(
@@ -128,27 +143,34 @@ def check_output_folder(
     ('runs', False)
     """
     path = Path(path)
-    given = f"{argument} {str(path if value is None else value)!r}"
+    given = str(path if value is None else value)
+
+    def refused(problem: str) -> ArgumentError:
+        return ArgumentError(
+            "",
+            argument,
+            given,
+            problem=f"{{{argument}}} {literal(repr(given))}: {literal(problem)}",
+            received={},
+        )
+
     for folder in (path, *path.parents):
         if folder.exists() and not folder.is_dir():
-            raise ValueError(
-                f"{given}: {folder} is a file, not a folder; pass another path."
-            )
+            raise refused(f"{folder} is a file, not a folder; pass another path.")
     existing = next(folder for folder in (path, *path.parents) if folder.exists())
     try:
         with tempfile.NamedTemporaryFile(dir=existing, prefix=".write-check-"):
             pass
     except OSError as error:
         reason = error.strerror or type(error).__name__
-        raise ValueError(
-            f"{given}: cannot write in {existing} ({reason}); pass a folder you "
-            "can write to."
+        raise refused(
+            f"cannot write in {existing} ({reason}); pass a folder you can write to."
         ) from None
     free = shutil.disk_usage(existing).free
     if free < min_free_bytes:
-        raise ValueError(
-            f"{given}: only {free / 2**20:.1f} MiB free in {existing}, less than "
-            f"the {min_free_bytes / 2**20:.0f} MiB needed; free some space or pass "
+        raise refused(
+            f"only {free / 2**20:.1f} MiB free in {existing}, less than the "
+            f"{min_free_bytes / 2**20:.0f} MiB needed; free some space or pass "
             "another folder."
         )
     return path
@@ -157,6 +179,12 @@ def check_output_folder(
 def write_json(path: str | os.PathLike, payload) -> None:
     """Writes `payload` as indented JSON, atomically (NumPy scalars as numbers)."""
     text = json.dumps(payload, indent=2, sort_keys=True, default=_jsonable)
+    with atomic_write(path, encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def write_text(path: str | os.PathLike, text: str) -> None:
+    """Writes `text` as UTF-8, atomically (`atomic_write`)."""
     with atomic_write(path, encoding="utf-8") as handle:
         handle.write(text)
 
@@ -170,7 +198,10 @@ def _jsonable(value):
 
 
 def save_keras_model(model: keras.Model, path: str | os.PathLike) -> Path:
-    """Saves the `.keras` file (architecture, weights, optimizer state).
+    """Saves the `.keras` file (architecture, weights, optimizer state), atomically.
+
+    Keras writes a temporary `.keras` file beside `path`, which is renamed
+    over `path` once whole (as `atomic_write`), or removed if saving fails.
 
     Weights that are NaN or ±inf (a diverged run's) are saved as they are,
     with a warning that names them.
@@ -178,8 +209,11 @@ def save_keras_model(model: keras.Model, path: str | os.PathLike) -> Path:
     from keras_nalu.keras_utils import describe_weights, non_finite_weights
 
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    model.save(path)
+    # Keras writes only to a name ending in `.keras`: the temporary keeps it.
+    temporary = temporary_path(path).with_suffix(".keras")
+    with _moved_into_place(temporary, path):
+        model.save(temporary)
+        _sync(temporary)
     non_finite = non_finite_weights(model)
     if non_finite:
         count = len(non_finite)

@@ -1,14 +1,17 @@
 """Argument checks and parsers shared by the package: one message shape everywhere.
 
-Every check raises a `ValueError` that names who asks (`owner`), the argument
-and the value received, e.g. `"NMU expects units to be an integer >= 1.
-Received: units=0"`, and returns the value in its plain Python type.
+Every check raises an `ArgumentError` (a `ValueError`) that names who asks
+(`owner`), the argument and the value received, e.g. `"NMU expects units to
+be an integer >= 1. Received: units=0"`, and returns the value in its plain
+Python type.
 """
 
 import math
 import numbers
 import re
 from collections.abc import Iterable
+
+from keras_nalu.errors import ArgumentError
 
 
 def is_integer(value) -> bool:
@@ -23,9 +26,8 @@ def is_real(value) -> bool:
 
 def _check_integer(owner: str, name: str, value, minimum: int) -> int:
     if not is_integer(value) or value < minimum:
-        raise ValueError(
-            f"{owner} expects {name} to be an integer >= {minimum}. "
-            f"Received: {name}={value!r}"
+        raise ArgumentError(
+            owner, name, value, requirement=f"be an integer >= {minimum}"
         )
     return int(value)
 
@@ -49,15 +51,17 @@ def check_steps(owner: str, iterations: int, eval_every: int) -> None:
     >>> check_steps("run", 10**30, 1_000)
     Traceback (most recent call last):
     ...
-    ValueError: run expects iterations <= 2147483647 (2**31 - 1, ...
+    keras_nalu.errors.ArgumentError: run expects iterations to be <= 2147483647 ...
     """
     per_block = min(eval_every, iterations)
     if -(-iterations // per_block) * per_block > MAX_STEPS:
-        raise ValueError(
-            f"{owner} expects iterations <= {MAX_STEPS} (2**31 - 1, counted in "
-            "whole blocks of eval_every steps): JAX counts a run's steps in "
-            "32-bit integers, so a longer run cannot finish. Received: "
-            f"iterations={iterations!r}"
+        raise ArgumentError(
+            owner,
+            "iterations",
+            iterations,
+            requirement=f"be <= {MAX_STEPS} (2**31 - 1, counted in whole blocks "
+            "of {eval_every} steps): JAX counts a run's steps in 32-bit integers, "
+            "so a longer run cannot finish",
         )
 
 
@@ -74,9 +78,8 @@ def _check_real(owner: str, name: str, value, bound: str, allow_zero: bool) -> f
         and (value >= 0 if allow_zero else value > 0)
     )
     if not valid:
-        raise ValueError(
-            f"{owner} expects {name} to be a finite number {bound}. "
-            f"Received: {name}={value!r}"
+        raise ArgumentError(
+            owner, name, value, requirement=f"be a finite number {bound}"
         )
     return float(value)
 
@@ -119,9 +122,8 @@ def check_bounds(owner: str, min_value, max_value) -> tuple[float, float]:
 def check_choice(owner: str, name: str, value, choices) -> str:
     """`value`, if it is one of `choices`."""
     if value not in choices:
-        raise ValueError(
-            f"{owner} expects {name} to be one of {sorted(choices)}. "
-            f"Received: {name}={value!r}"
+        raise ArgumentError(
+            owner, name, value, requirement=f"be one of {sorted(choices)}"
         )
     return value
 
@@ -137,16 +139,20 @@ def check_seeds(owner: str, seeds: Iterable) -> list[int]:
     try:
         seeds = list(seeds)
     except TypeError:
-        raise ValueError(
-            f"{owner} expects a list of seeds. Received: seeds={seeds!r}"
+        raise ArgumentError(
+            owner, "seeds", seeds, expectation="a list of seeds"
         ) from None
     if not seeds:
-        raise ValueError(f"{owner} expects at least one seed. Received: seeds=[]")
+        raise ArgumentError(owner, "seeds", seeds, expectation="at least one seed")
     seen: set[int] = set()
     for seed in seeds:
         if not is_integer(seed) or seed < 0:
-            raise ValueError(
-                f"{owner} expects integer seeds >= 0. Received: seed={seed!r}"
+            raise ArgumentError(
+                owner,
+                "seeds",
+                seeds,
+                expectation="integer seeds >= 0",
+                received={"seed": seed},
             )
         if seed in seen:
             raise ValueError(f"{owner} expects distinct seeds. Received: {seed} twice")
@@ -190,18 +196,15 @@ def parse_ranges(
     for part in str(text).split(","):
         match = _RANGE_PART.fullmatch(part)
         if not match:
-            raise ValueError(
-                f"{owner} expects {name} like {example}. Received: {name}={text!r}"
-            )
+            raise ArgumentError(owner, name, text, requirement=f"look like {example}")
         first, last = int(match[1]), int(match[2] or match[1])
         if last < first:
-            raise ValueError(
-                f"{owner}: the range {part.strip()!r} is empty. "
-                f"Received: {name}={text!r}"
+            raise ArgumentError(
+                owner, name, text, problem=f"the range {part.strip()!r} is empty"
             )
         if len(values) + last - first >= limit:
-            raise ValueError(
-                f"{owner} expects at most {limit:,} {name}. Received: {name}={text!r}"
+            raise ArgumentError(
+                owner, name, text, expectation=f"at most {limit:,} {name}"
             )
         values.extend(range(first, last + 1))
     return values

@@ -22,6 +22,7 @@ import numpy as np
 
 from keras_nalu._files import write_json
 from keras_nalu._optional import require
+from keras_nalu.errors import ArgumentError, literal
 
 MANIFEST = "manifest.json"
 
@@ -138,9 +139,11 @@ def check_export_format(export_format: str) -> None:
         ImportError: what the export needs is not installed.
     """
     if export_format not in EXPORT_FORMATS:
-        raise ValueError(
-            f"export_format must be one of {list(EXPORT_FORMATS)}. "
-            f"Received: export_format={export_format!r}"
+        raise ArgumentError(
+            "",
+            "export_format",
+            export_format,
+            problem=f"{{export_format}} must be one of {list(EXPORT_FORMATS)}",
         )
     backend = keras.backend.backend()
     if export_format == "saved_model":
@@ -313,13 +316,15 @@ def check_model_folder(
             if child.name.isdigit() and (child / file).exists()
         )
         if other != export_format and versions:
-            raise ValueError(
-                f"{model_dir} holds {_FORMAT_LABELS[other]} versions "
+            raise ArgumentError(
+                "",
+                "name",
+                name,
+                problem=f"{literal(model_dir)} holds {_FORMAT_LABELS[other]} versions "
                 f"({', '.join(map(str, versions))}); a model folder holds one "
                 "format, so that TF Serving, which serves the highest version, "
                 "never finds one it cannot serve: export the "
-                f"{_FORMAT_LABELS[export_format]} model under another name. "
-                f"Received: name={name!r}"
+                f"{_FORMAT_LABELS[export_format]} model under another name",
             )
     return model_dir
 

@@ -45,6 +45,9 @@ def units():
         layers.MCFC(2, name="mcfc"),
         layers.MCFCMul(2, name="mcfc_mul"),
         layers.GatedNAUNMU(2, name="gated"),
+        layers.DMU(2, initialization="sub", name="dmu"),
+        layers.NSR(2, redundancy=2, name="nsr"),
+        layers.Piecewise(layers.NSR(2), layers.NAU(2), layers.NAU(2), name="piecewise"),
     ]
 
 

@@ -14,6 +14,13 @@ import pytest
 
 BACKEND = keras.backend.backend()
 
+
+def steps_per_execution(steps: int) -> int:
+    """`steps` for `compile`, or 1 on PyTorch: Keras' PyTorch trainer takes
+    one step per execution."""
+    return 1 if BACKEND == "torch" else steps
+
+
 #: For tests of TensorFlow-only features (SavedModel export, tf.data, ...).
 requires_tensorflow = pytest.mark.skipif(
     BACKEND != "tensorflow",

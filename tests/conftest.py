@@ -1,9 +1,11 @@
-"""Fixtures for every test: float64 under JAX, none under PyTorch, and a
-threshold cache of the session's own."""
+"""Fixtures for every test: float64 under JAX, none under PyTorch, a
+threshold cache of the session's own, and Python's own Ctrl-C handler."""
 
 import os
 import shutil
+import signal
 import tempfile
+import warnings
 
 import pytest
 
@@ -61,3 +63,21 @@ def _float64_under_jax(request):
     else:
         with enable_float64():
             yield
+
+
+@pytest.fixture(autouse=True)
+def _python_ctrl_c():
+    """Each test starts with Python's own SIGINT handler, whatever ran before.
+
+    A test of Ctrl-C checks that the handler is given back, and the commands a
+    test starts inherit an ignored SIGINT: a handler left by an earlier test
+    in the same worker (a library that ignores SIGINT, e.g. while it starts a
+    cluster) would decide the outcome. One left changed is named in a warning.
+    """
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        warnings.warn(
+            f"SIGINT's handler left as {signal.getsignal(signal.SIGINT)!r}",
+            stacklevel=1,
+        )

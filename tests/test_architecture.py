@@ -13,7 +13,7 @@ LEVELS = (
         "helpers",
         "keras_nalu._validation keras_nalu._api keras_nalu._files "
         "keras_nalu._optional keras_nalu._ops keras_nalu._startup "
-        "keras_nalu._backend_check keras_nalu.keras_utils",
+        "keras_nalu._backend_check keras_nalu.keras_utils keras_nalu.errors",
     ),
     (
         "units",

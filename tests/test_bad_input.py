@@ -17,9 +17,9 @@ import pytest
 
 import keras_nalu
 from keras_nalu import cli
-from keras_nalu import experiments as experiment_module
 from keras_nalu import export as export_module
 from keras_nalu.experiments import ExperimentConfig, check_run_name, run_experiment
+from keras_nalu.experiments import saved_run as experiment_module
 from keras_nalu.export import export_saved_model
 from keras_nalu.tasks import ArithmeticTask
 from keras_nalu.tasks.ranges import OverlappingRangesWarning
@@ -443,7 +443,7 @@ def test_mnist_overwrites_only_when_told_and_judges_nothing_without_a_bound(
         (["--units", "nau,nau"], "asks for the run mnist-product-nau-seed0 twice"),
         (["--units", "exact"], "asks for the run mnist-product-exact-seed0 twice"),
         (["--units", "gru"], "--units must be one of ['exact', 'lstm'"),
-        (["--seeds", "1-0"], "mnist --seeds: the range '1-0' is empty"),
+        (["--seeds", "1-0"], "the range '1-0' is empty. Received: --seeds '1-0'"),
         (["--test-lengths", "0"], "mnist --test-lengths expects lengths >= 1"),
         (["--iterations", "0"], "--iterations must be an integer >= 1"),
         (["--baseline-seeds", "1"], "--baseline-seeds >= 2"),

@@ -178,6 +178,10 @@ SINGLE_MODULE_PRESETS = {
     "single_real_npu_modified": "RealNPU",
     "single_mcfc": "MCFC",
     "single_mcfc_mul": "MCFCMul",
+    "single_dmu_add": "DMU",
+    "single_dmu_sub": "DMU",
+    "single_dmu_add_author": "DMU",
+    "single_dmu_sub_author": "DMU",
 }
 
 
@@ -382,6 +386,10 @@ RECIPES = {
     "single_real_npu_modified": ("aa6a8ac08fb2", 0),
     "single_mcfc": ("d03d5df6a306", 0),
     "single_mcfc_mul": ("1f8506fb7b4a", 0),
+    "single_dmu_add": ("d99e631bfe41", 0),
+    "single_dmu_sub": ("e58f6d364341", 0),
+    "single_dmu_add_author": ("1805f1227a04", 0),
+    "single_dmu_sub_author": ("3afaabeea842", 0),
 }
 
 

@@ -52,21 +52,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # held.py
 
+from difference_tables import EPSILONS, SETTINGS, tables  # noqa: E402
 from trajectories import OUT  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 OPERATIONS = ("add", "sub", "mul", "div", "squared", "root")
-SETTINGS = {
-    "reference": (True, {"epsilon": 1e-8, "steps_per_execution": 1}),
-    "epsilon": (True, {"steps_per_execution": 1}),
-    "blocks": (True, {"epsilon": 1e-8}),
-    "float32": (False, {"epsilon": 1e-8, "steps_per_execution": 1}),
-    "package": (False, {}),
-}
-"""The replays of `steps`: (float64?, config fields). `reference` is the
-reference's settings, `package` ours; the others change one of them."""
-
-
 # --- the training step ------------------------------------------------------------
 
 
@@ -228,19 +218,27 @@ def measure_targets(seeds=range(10), batches=100) -> dict:
 # --- speed ----------------------------------------------------------------------------
 
 
-def measure_speed(replicas=100, steps=6_000, repeats=2) -> dict:
-    """Seed-steps per CPU second (the process's, every thread: the cores are
-    shared) of the JAX engine: the package's settings and the reference's,
-    and each of the reference's alone; the best of `repeats`."""
-    from keras_nalu.experiments import REFERENCE_SETTINGS, ExperimentConfig
-    from keras_nalu.sweeps.engines.jax import JaxReplicaRun
+def _speed_variants() -> dict:
+    """The settings whose speed is measured: the package's, the reference's,
+    and each of the reference's alone."""
+    from keras_nalu.experiments import REFERENCE_SETTINGS
 
-    variants = {
+    return {
         "package": {},
         "epsilon": {"epsilon": REFERENCE_SETTINGS["epsilon"]},
         "lambda_every_step": {"steps_per_execution": 1},
         "reference": dict(REFERENCE_SETTINGS),
     }
+
+
+def measure_speed(replicas=100, steps=6_000, repeats=2) -> dict:
+    """Seed-steps per CPU second (the process's, every thread: the cores are
+    shared) of the JAX engine: the package's settings and the reference's,
+    and each of the reference's alone; the best of `repeats`."""
+    from keras_nalu.experiments import ExperimentConfig
+    from keras_nalu.sweeps.engines.jax import JaxReplicaRun
+
+    variants = _speed_variants()
     best = {name: 0.0 for name in variants}
     for _ in range(repeats):
         for name, fields in variants.items():
@@ -276,18 +274,9 @@ def measure_fit_speed(steps=5_000, repeats=2) -> dict:
     is `steps_per_execution=1`, a call of the compiled step per step."""
     import keras
 
-    from keras_nalu.experiments import (
-        REFERENCE_SETTINGS,
-        ExperimentConfig,
-        run_experiment,
-    )
+    from keras_nalu.experiments import ExperimentConfig, run_experiment
 
-    variants = {
-        "package": {},
-        "epsilon": {"epsilon": REFERENCE_SETTINGS["epsilon"]},
-        "lambda_every_step": {"steps_per_execution": 1},
-        "reference": dict(REFERENCE_SETTINGS),
-    }
+    variants = _speed_variants()
     best = {name: 0.0 for name in variants}
     for _ in range(repeats):
         for name, fields in variants.items():
@@ -308,9 +297,6 @@ def measure_fit_speed(steps=5_000, repeats=2) -> dict:
 
 
 # --- Adam's ε in real runs ----------------------------------------------------------
-
-
-EPSILONS = (1e-8, 1e-7)
 
 
 def _adam_statistics(run) -> dict:
@@ -429,170 +415,6 @@ def _write_entry(key: str, value) -> None:
     entries[key] = value
     (OUT / "differences.json").write_text(json.dumps(entries, indent=1) + "\n")
     (OUT / "differences.md").write_text(tables(entries), encoding="utf-8")
-
-
-def _number(value, digits: int = 4) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "—"
-    if value == 0:
-        return "0"
-    exponent = math.floor(math.log10(abs(value)))
-    if -2 <= exponent <= 3:
-        return f"{value:.{digits}g}"
-    mantissa = f"{value / 10**exponent:.{digits}g}"
-    return f"{mantissa}·10{str(exponent).translate(_SUPERSCRIPTS)}"
-
-
-_SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
-
-
-def _section(name: str, text: str) -> str:
-    return f"<!-- --8<-- [start:{name}] -->\n{text}<!-- --8<-- [end:{name}] -->\n"
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
-
-
-def _steps_table(entry: dict) -> str:
-    header = ["case", "reference's settings", "ε = 10⁻⁷", "λ in blocks of 50"]
-    header += ["float32", "all three (the package's)"]
-    by_size = sorted(entry["cases"], key=lambda n: (int(n.split("-")[0][1:]), n))
-    rows = [
-        [name, *(_number(entry["cases"][name][s]) for s in SETTINGS)]
-        for name in by_size
-    ]
-    placement = entry["placement"]["h4-s0"]
-    return _table(header, rows) + (
-        "\nCase h4-s0 recorded with the installed PyTorch's own Adam (ε added "
-        "after the bias correction) against the paper's placement: "
-        f"{_number(placement)}.\n"
-    )
-
-
-def _schedule_table(entry: dict) -> str:
-    header = ["λ at full strength", "largest lag", "mean lag", "float32 rounding"]
-    row = [entry["strength"], entry["largest_lag"], entry["mean_lag"]]
-    return _table(header, [[_number(v) for v in (*row, entry["float32_rounding"])]])
-
-
-def _thresholds_table(entry: dict) -> str:
-    rows = []
-    for operation, row in entry["operations"].items():
-        ours, theirs = row["threshold_25"], row["threshold_26"]
-        rows.append(
-            [operation, _number(ours, 5), _number(theirs, 5), _number(ours / theirs)]
-        )
-    header = ["operation", "ours (25-element subsets)", "reference (26)", "ratio"]
-    return _table(header, rows)
-
-
-def _best_step_table(entry: dict) -> str:
-    header = ["runs (committed results)", "best step at step 0"]
-    header += ["of those, below the threshold at some evaluation"]
-    row = [f"{entry['runs']:,}", f"{entry['best_at_step_0']:,}"]
-    return _table(header, [[*row, f"{entry['solved_later']:,}"]])
-
-
-def _data_table(entry: dict) -> str:
-    header = ["stream", "targets", "mean", "std", "KS distance", "p"]
-    rows = []
-    for name, label in (("ours", "the JAX engine's"), ("reference", "reference")):
-        moments = entry[name]
-        rows.append(
-            [
-                label,
-                f"{entry['samples']:,}",
-                _number(moments["mean"], 6),
-                _number(moments["std"]),
-                _number(entry["ks_statistic"]),
-                _number(entry["ks_p_value"], 2),
-            ]
-        )
-    return _table(header, rows)
-
-
-def _targets_table(entry: dict) -> str:
-    header = ["set", "ours", "reference", "× threshold"]
-    rows = [
-        [
-            {"training": "training batches", "test": "test set"}[name],
-            _number(entry[name]["ours"]),
-            _number(entry[name]["reference"]),
-            _number(entry["threshold"], 5),
-        ]
-        for name in ("training", "test")
-    ]
-    return _table(header, rows)
-
-
-def _speed_table(entry: dict, key: str, unit: str) -> str:
-    names = {
-        "package": "the package's (ε = 10⁻⁷, λ in blocks of 50)",
-        "epsilon": "ε = 10⁻⁸",
-        "lambda_every_step": "λ every step",
-        "reference": "the reference's (both)",
-    }
-    rows = [
-        [label, f"{entry[key][name]:,.0f}", _number(entry["ratio"][name], 3)]
-        for name, label in names.items()
-    ]
-    return _table(["settings", unit, "ratio"], rows)
-
-
-def _adam_table(entry: dict) -> str:
-    header = ["step", "√v̂: min", "0.1 %", "1 %", "10 %", "median"]
-    header += ["steps ε changes > 1 %", "of those, off the bounds", "at a bound"]
-    rows, points = [], list(entry["points"].items())
-    stride = math.ceil(len(points) / 10)  # about ten rows; the note reads all
-    for step, point in points[stride - 1 :: stride]:
-        q = point["sqrt_v_hat_quantiles"]
-        rows.append(
-            [
-                _number(int(step)),
-                *(_number(q[k]) for k in ("0.0", "0.001", "0.01", "0.1", "0.5")),
-                _number(point["share_changed_over_1_percent"]),
-                _number(point["share_changed_over_1_percent_inside"]),
-                _number(point["share_at_a_bound"]),
-            ]
-        )
-    smallest = min(p["sqrt_v_hat_quantiles"]["0.0"] for p in entry["points"].values())
-    change = (EPSILONS[1] - EPSILONS[0]) / (smallest + EPSILONS[1])
-    return _table(header, rows) + (
-        f"\nOver all {len(points)} readings, the largest change of a step from "
-        f"one ε to the other: {_number(change)} of it (the smallest √v̂, "
-        f"{_number(smallest)}).\n"
-    )
-
-
-RENDERERS = {
-    "steps": _steps_table,
-    "schedule": _schedule_table,
-    "thresholds": _thresholds_table,
-    "best_step": _best_step_table,
-    "data": _data_table,
-    "targets": _targets_table,
-    "speed": lambda e: _speed_table(
-        e, "seed_steps_per_second", "seed-steps per CPU second"
-    ),
-    "fit_speed": lambda e: _speed_table(e, "steps_per_second", "steps per CPU second"),
-}
-
-
-def tables(entries: dict) -> str:
-    """`differences.md`: one named section per measured part."""
-    sections = [
-        _section(key.replace("_", "-"), render(entries[key]))
-        for key, render in RENDERERS.items()
-        if key in entries
-    ]
-    sections += [
-        _section(key.replace("_", "-"), _adam_table(entries[key]))
-        for key in sorted(k for k in entries if k.startswith("adam_h"))
-    ]
-    return "\n".join(sections)
 
 
 PARTS = {

@@ -18,17 +18,10 @@ def add_flags(progress) -> None:
 
 
 def run(args) -> int:
+    from keras_nalu.reports.progress import progress_by_configuration
+
     for path in _backups(args.results):
-        records = _read_backup(path)
-        # A chunk of the JAX engine may hold several configurations: one line
-        # (and table) each, never one verdict over runs of different tasks.
-        parts: dict[tuple, list[dict]] = {}
-        for record in records:
-            key = tuple(
-                record[k] for k in ("model", "operation", "iterations", "threshold")
-            )
-            parts.setdefault(key, []).append(record)
-        for part in parts.values():
+        for part in progress_by_configuration(_read_backup(path)):
             _print_part(path, part, brief=args.brief)
     return 0
 

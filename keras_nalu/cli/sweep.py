@@ -4,7 +4,6 @@ import argparse
 import contextlib
 import math
 import sys
-from pathlib import Path
 
 from keras_nalu.cli.checks import (
     overlap_warnings_silenced,
@@ -126,7 +125,6 @@ def run(args) -> int:
     filling = filling_options(args)  # XLA's flags, before JAX starts
     refuse_backend_without_fit("sweep", ENGINES)
     grid = _grid(args)
-    _check_outputs(args)
     try:
         with overlap_warnings_silenced(), _sweep_messages(), _ctrl_c(args):
             outcome = run_sweep(
@@ -170,23 +168,6 @@ def _grid(args) -> dict:
         for task in tasks:
             refuse_overlap(task, "interpolation_range", "extrapolation_range")
     return grid
-
-
-def _check_outputs(args) -> None:
-    """The seeds, the results file and --time-limit, checked before training."""
-    from keras_nalu._files import check_output_folder
-    from keras_nalu.sweeps.grid import parse_seeds
-
-    parse_seeds(args.seeds)
-    results = Path(args.results)
-    if results.is_dir():
-        raise ValueError(f"--results {args.results!r} is a folder; pass a CSV path.")
-    check_output_folder(results.parent, "--results", args.results)
-    if args.time_limit is not None and (args.no_backup or args.ray_address):
-        raise ValueError(
-            "--time-limit stops a sweep trained here at a backup: it takes "
-            "neither --no-backup nor --ray-address."
-        )
 
 
 def _print_outcome(outcome) -> None:

@@ -73,34 +73,28 @@ def add_flags(train) -> None:
 
 
 def run(args) -> int:
-    from keras_nalu._files import save_keras_model, write_record
-    from keras_nalu.experiments import run_experiment
-    from keras_nalu.export import export_run
+    from keras_nalu.experiments import train_and_save
 
     config = _config(args)
     name, run_dir = _run_folder(args, config)
     export_format = _check_export(args, name)
     with overlap_warnings_silenced():
-        model, record = run_experiment(config, verbose=not args.quiet, name=name)
-    record.update(explain_record(model, config))
-    record["keras_model"] = str(save_keras_model(model, run_dir / "model.keras"))
-    record_path = write_record(record, run_dir / "result.json")
-    export_error = None
-    if export_format is not None:
-        try:
-            export_run(
-                model, record, args.export_dir, name, export_format, args.overwrite
-            )
-        except (OSError, ValueError) as error:
-            export_error = one_line(error)
-        else:
-            write_record(record, record_path)
-    _print_record(args, record, config, record_path)
-    if export_error is not None:
+        saved = train_and_save(
+            config,
+            run_dir,
+            name=name,
+            export_dir=args.export_dir,
+            export_format=export_format,
+            overwrite=args.overwrite,
+            verbose=not args.quiet,
+        )
+    _print_record(args, saved.record, config, saved.record_path)
+    if saved.export_error is not None:
         label = "ONNX" if export_format == "onnx" else "SavedModel"
         print(
             f"keras-nalu train: error: the {label} export failed "
-            f"({export_error}); the record and model.keras are in {run_dir}",
+            f"({one_line(saved.export_error)}); the record and model.keras are in "
+            f"{run_dir}",
             file=sys.stderr,
         )
         return 1
@@ -220,32 +214,6 @@ def train_summary(record: dict, config, record_path) -> str:
     if "onnx" in record:
         lines.append(f"  onnx:        {record['onnx']}")
     return "\n".join(lines)
-
-
-def explain_record(model, config) -> dict:
-    """The formula fields of the run's record: what `keras-nalu explain` prints."""
-    try:
-        from keras_nalu.explain import compare_with_task, explain
-    except ImportError:
-        return {}
-    task = config.task()
-    try:
-        explanation = explain(
-            model, input_ranges=(task.interpolation_range, task.extrapolation_range)
-        )
-    except (ValueError, ImportError) as error:
-        return {"formula": None, "formula_error": str(error)}
-    if not explanation.matches_model:
-        return {
-            "formula": None,
-            "formula_error": str(explanation),
-            "formula_verdict": "no formula",
-        }
-    try:  # the verdict needs SymPy; the formula does not
-        verdict = compare_with_task(explanation, task).verdict
-    except ImportError:
-        return {"formula": str(explanation)}
-    return {"formula": str(explanation), "formula_verdict": verdict}
 
 
 def verdict_line(record: dict) -> str:

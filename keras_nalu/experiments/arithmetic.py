@@ -18,6 +18,7 @@ from keras_nalu._validation import (
     check_steps,
 )
 from keras_nalu.callbacks import ProgressBar
+from keras_nalu.errors import ArgumentError
 from keras_nalu.evaluation import (
     SIMULATION_CHUNK,
     SuccessCriterion,
@@ -159,14 +160,18 @@ class ExperimentConfig:
 
     def _check_task_name(self):
         if self.task_name not in STATIC_TASKS:
-            raise ValueError(
-                f"ExperimentConfig expects task_name to be one of "
-                f"{list(STATIC_TASKS)}. Received: task_name={self.task_name!r}"
+            raise ArgumentError(
+                "ExperimentConfig",
+                "task_name",
+                self.task_name,
+                requirement=f"be one of {list(STATIC_TASKS)}",
             )
         if self.task_name == "simple" and self.input_size != 4:
-            raise ValueError(
-                "ExperimentConfig: the simple task has 4 inputs; pass "
-                f"input_size=4. Received: input_size={self.input_size!r}"
+            raise ArgumentError(
+                "ExperimentConfig",
+                "input_size",
+                self.input_size,
+                requirement="be 4: the simple task has 4 inputs",
             )
 
     def _check_optimizer(self):
@@ -175,9 +180,11 @@ class ExperimentConfig:
                 raise TypeError(self.optimizer)
             _check_optimizer(self.optimizer)
         except (TypeError, ValueError):
-            raise ValueError(
-                "ExperimentConfig expects optimizer to be a Keras optimizer name "
-                f"such as 'adam' or 'sgd'. Received: optimizer={self.optimizer!r}"
+            raise ArgumentError(
+                "ExperimentConfig",
+                "optimizer",
+                self.optimizer,
+                requirement="be a Keras optimizer name such as 'adam' or 'sgd'",
             ) from None
 
     def _check_sparsity(self):
@@ -197,11 +204,16 @@ class ExperimentConfig:
         ):
             return
         if start is None or end is None or start >= end:
-            raise ValueError(
-                "ExperimentConfig expects sparsity_start < sparsity_end (the "
-                f"{self.model!r} preset's are {preset.start!r} and {preset.end!r}). "
-                f"Received: sparsity_start={self.sparsity_start!r}, "
-                f"sparsity_end={self.sparsity_end!r}"
+            raise ArgumentError(
+                "ExperimentConfig",
+                "sparsity_start",
+                self.sparsity_start,
+                requirement="be < {sparsity_end} (the "
+                f"{self.model!r} preset's are {preset.start!r} and {preset.end!r})",
+                received={
+                    "sparsity_start": self.sparsity_start,
+                    "sparsity_end": self.sparsity_end,
+                },
             )
 
     def task(self) -> ArithmeticTask:
@@ -386,12 +398,16 @@ def check_run_memory(config: ExperimentConfig, replicas: int = 1) -> None:
     if memory > 0 and needed > memory:
         runs = "A run" if replicas == 1 else f"{replicas} runs trained together"
         need, its = ("needs", "its") if replicas == 1 else ("need", "their")
-        raise ValueError(
-            f"{runs} of input_size={config.input_size} and "
-            f"batch_size={config.batch_size} {need} at least {needed / 2**30:,.3g} "
-            f"GiB for {its} data and weights, more than the {memory / 2**30:,.3g} "
-            "GiB of memory of this machine; pick a smaller input_size or "
-            "batch_size."
+        raise ArgumentError(
+            "",
+            "input_size",
+            config.input_size,
+            problem=f"{runs} of {{input_size=}} and {{batch_size=}} {need} at least "
+            f"{needed / 2**30:,.3g} GiB for {its} data and weights, more than the "
+            f"{memory / 2**30:,.3g} GiB of memory of this machine; pick a smaller "
+            "{input_size} or {batch_size}.",
+            received={},
+            values={"batch_size": config.batch_size},
         )
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from keras_nalu.errors import ArgumentError
 from keras_nalu.explain.expression import (
     Gated,
     Var,
@@ -298,8 +299,11 @@ def explain(
     """
     tolerance = float(tolerance)
     if not 0.0 <= tolerance < 0.5:
-        raise ValueError(
-            f"explain() expects 0 <= tolerance < 0.5. Received: tolerance={tolerance}"
+        raise ArgumentError(
+            "explain()",
+            "tolerance",
+            tolerance,
+            expectation="0 <= {tolerance} < 0.5",
         )
     chain = layer_chain(model)
     size = layer_input_size(chain[0])

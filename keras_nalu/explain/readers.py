@@ -23,6 +23,7 @@ from keras_nalu.explain.expression import (
     make_sum,
 )
 from keras_nalu.layers import (
+    DMU,
     MCFC,
     NAC,
     NALU,
@@ -30,9 +31,11 @@ from keras_nalu.layers import (
     NMRU,
     NMU,
     NPU,
+    NSR,
     GatedNAUNMU,
     MCFCMul,
     NACMul,
+    Piecewise,
     RealNPU,
     iNALU,
 )
@@ -104,7 +107,7 @@ def _products(rounded: np.ndarray, keep_sign: bool):
 
 #: The layers `explain` reads, for its messages.
 READ_LAYERS = (
-    "NAU, NMU, NMRU, NAC, NACMul, NALU, RealNPU, MCFC, MCFCMul and linear "
+    "NAU, NMU, NMRU, NAC, NACMul, NALU, RealNPU, MCFC, MCFCMul, DMU and linear "
     "Dense layers without bias"
 )
 
@@ -129,6 +132,17 @@ def _not_read(layer) -> UnsupportedLayerError:
         reason = (
             "a gated NAU/NMU mixes an NAU and an NMU through an input-dependent "
             "gate, which explain does not read"
+        )
+    elif isinstance(layer, NSR):
+        reason = (
+            "an NSR outputs the probability that a comparison of two inputs "
+            "holds, σ(b + W±·S + W0·Z) of its sign and zero bits, not an "
+            "arithmetic expression; its operands are its effective_weights()"
+        )
+    elif isinstance(layer, Piecewise):
+        reason = (
+            "a Piecewise layer switches between two units on a comparison, "
+            "which is not one arithmetic expression; read its units one by one"
         )
     else:
         reason = "it is not one of the units explain reads"
@@ -204,6 +218,43 @@ def _read_mcfc(layer) -> _LayerReading:
     distances += _kernel_distances(f"{layer.name}.bias", bias, np.abs(bias))
     return _LayerReading(
         _products(rounded, keep_sign=False), distances, [], [""] * kernel.shape[1]
+    )
+
+
+def _read_dmu(layer, tolerance, layer_inputs, gate_names) -> _LayerReading:
+    """A DMU: its fixed operands summed where the gate picks the linear
+    domain on the sample inputs, multiplied (x0·x1^±1) where it picks log."""
+    kernel = float64_array(layer.effective_weights()["kernel"])
+    rounded, distance = _round(kernel, SIGNED_VALUES)
+    linear = float64_array(layer.gate_values(layer_inputs)[..., 0])
+    linear = linear.reshape(-1, kernel.shape[1])
+    low, high = linear.min(axis=0), linear.max(axis=0)
+    modes, notes, gate_text = [], [], []
+    for j in range(kernel.shape[1]):
+        if low[j] > 1.0 - tolerance:
+            modes.append("add")
+            gate_text.append("gate → linear on the sample inputs")
+        elif high[j] < tolerance:
+            modes.append("mul")
+            gate_text.append("gate → log on the sample inputs")
+        else:
+            modes.append(gate_names.pop(0))
+            why = f"g_lin in [{low[j]:.3g}, {high[j]:.3g}] on the sample inputs"
+            gate_text.append(f"{modes[-1]} = gate of unit {j}, not one domain: {why}")
+            notes.append(f"gate {modes[-1]} of {layer.name} (unit {j}) mixes both")
+    sums = _signed_sums(rounded)
+    products = _products(rounded, keep_sign=True)
+
+    def build(inputs):
+        outputs = []
+        for mode, a, m in zip(modes, sums(inputs), products(inputs)):
+            outputs.append(
+                a if mode == "add" else m if mode == "mul" else Gated(mode, a, m)
+            )
+        return outputs
+
+    return _LayerReading(
+        build, _kernel_distances(layer.name, kernel, distance), notes, gate_text
     )
 
 
@@ -338,8 +389,11 @@ def _read_nalu(layer, tolerance, layer_inputs, gate_names) -> _LayerReading:
 
 
 def needs_inputs(layer) -> bool:
-    """Whether reading the layer needs its inputs: a NALU's gate σ(x·G)."""
-    return isinstance(layer, NALU) and layer.gate_type != "constant"
+    """Whether reading the layer needs its inputs: a NALU's gate σ(x·G), a
+    DMU's gate of LayerNorm(x)."""
+    return (isinstance(layer, NALU) and layer.gate_type != "constant") or isinstance(
+        layer, DMU
+    )
 
 
 def read_layer(layer, tolerance, layer_inputs, gate_names) -> _LayerReading:
@@ -355,6 +409,8 @@ def read_layer(layer, tolerance, layer_inputs, gate_names) -> _LayerReading:
         raise _unsupported(layer, "its complex weights are not read (a RealNPU is)")
     if isinstance(layer, MCFC):
         return _read_mcfc(layer)
+    if isinstance(layer, DMU):
+        return _read_dmu(layer, tolerance, layer_inputs, gate_names)
     if isinstance(layer, NALU):  # before NAC: both share the NAC weights
         return _read_nalu(layer, tolerance, layer_inputs, gate_names)
     if isinstance(layer, NACMul):
@@ -427,7 +483,7 @@ def _io(model, attribute: str) -> list:
 
 
 def layer_input_size(layer) -> int:
-    if isinstance(layer, NAC | NACMul | NALU | NAU | NMU | NMRU | NPU | MCFC):
+    if isinstance(layer, NAC | NACMul | NALU | NAU | NMU | NMRU | NPU | MCFC | DMU):
         return int(layer.effective_weights()["kernel"].shape[0])
     if isinstance(layer, keras.layers.Dense):
         return int(layer.kernel.shape[0])

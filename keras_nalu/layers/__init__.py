@@ -1,6 +1,7 @@
 """The arithmetic units as Keras layers."""
 
 from keras_nalu.layers.cells import ArithmeticCell
+from keras_nalu.layers.dmu import DMU
 from keras_nalu.layers.gated import GatedNAUNMU
 from keras_nalu.layers.inalu import iNALU
 from keras_nalu.layers.mcfc import MCFC, MCFCMul
@@ -11,8 +12,11 @@ from keras_nalu.layers.nau import NAU
 from keras_nalu.layers.nmru import NMRU
 from keras_nalu.layers.nmu import NMU
 from keras_nalu.layers.npu import NPU, RealNPU
+from keras_nalu.layers.nsr import NSR
+from keras_nalu.layers.piecewise import Piecewise
 
 __all__ = [
+    "DMU",
     "MCFC",
     "NAC",
     "NALU",
@@ -20,9 +24,11 @@ __all__ = [
     "NMRU",
     "NMU",
     "NPU",
+    "NSR",
     "ArithmeticCell",
     "GatedNAUNMU",
     "MCFCMul",
+    "Piecewise",
     "NACMul",
     "RealNPU",
     "iNALU",

@@ -215,6 +215,37 @@ PRESETS: dict[str, Preset] = {
             35_000,
             "Log-space MC-FC alone, -mean(p²) ramped (Hoedt et al. 2021)",
         ),
+        # The Domain Mixed Unit (Curry 2025): its initialization is chosen by
+        # operation (DMU_add for + and ×, DMU_sub for − and ÷), which no
+        # other unit of the benchmark is given. Two recipes: the benchmark's
+        # default (Adam 10⁻³, no clipping), and the author's table script at
+        # the paper's date (Adam 10⁻³, global gradient norm clipped to 0.01).
+        Preset(
+            "single_dmu_add",
+            ("dmu_add",),
+            description="DMU_add alone (+, ×): Adam 10⁻³, the benchmark's default",
+        ),
+        Preset(
+            "single_dmu_sub",
+            ("dmu_sub",),
+            description="DMU_sub alone (−, ÷): Adam 10⁻³, the benchmark's default",
+        ),
+        Preset(
+            "single_dmu_add_author",
+            ("dmu_add",),
+            description="DMU_add alone (+, ×), the author's recipe: Adam 10⁻³, "
+            "global gradient norm clipped to 0.01 (Curry 2025)",
+            optimizer_options={"global_clipnorm": 0.01},
+            learning_rate=1e-3,
+        ),
+        Preset(
+            "single_dmu_sub_author",
+            ("dmu_sub",),
+            description="DMU_sub alone (−, ÷), the author's recipe: Adam 10⁻³, "
+            "global gradient norm clipped to 0.01 (Curry 2025)",
+            optimizer_options={"global_clipnorm": 0.01},
+            learning_rate=1e-3,
+        ),
     )
 }
 

@@ -139,6 +139,8 @@ _LAYER_KINDS = {
     ),
     "mcfc": lambda n, p, name: _mcfc(units.MCFC, n, p, name),
     "mcfc_mul": lambda n, p, name: _mcfc(units.MCFCMul, n, p, name),
+    "dmu_add": lambda n, p, name: units.DMU(n, initialization="add", name=name),
+    "dmu_sub": lambda n, p, name: units.DMU(n, initialization="sub", name=name),
 }
 #: kind -> (activation, use_bias, kernel initializer) of a Dense baseline.
 _DENSE_KINDS = {
@@ -159,7 +161,8 @@ def make_layer(kind: str, units_out: int, preset: Preset, name: str):
     Kinds: "nau", "nmu", "snmu" (noise U[1, 5]), "nmru", "nac", "nac_mul",
     "nac_mul_sigmoid" (NAC•σ), "nac_mul_nmu" (NAC•NMU), "nalu",
     "nalu_separate", "gated_nau_nmu", "inalu", "npu", "real_npu",
-    "real_npu_modified", "mcfc", "mcfc_mul", the bias-free Dense baselines
+    "real_npu_modified", "mcfc", "mcfc_mul", "dmu_add", "dmu_sub" (the DMU
+    with each initialization), the bias-free Dense baselines
     "linear", "relu", "relu6", and "linear_bias", "relu_bias", "relu6_bias":
     Dense layers with a zero-initialized bias, the ReLUs with He-uniform
     kernels, as the reference code builds its baselines.

@@ -8,9 +8,12 @@ from typing import Any
 DEFAULT_LEARNING_RATE = 1e-3
 
 #: Output kinds that add ε to |x| before dividing by it (the NMRU in
-#: training; the NPUs' log(|x| + ε)), so a divisor near 0 stays finite: the
-#: division paper (Mistry et al. 2021) trains them on U[-2, 2].
-ZERO_SAFE_DIVISION_KINDS = frozenset({"nmru", "npu", "real_npu", "real_npu_modified"})
+#: training; the NPUs' log(|x| + ε)), or floor it (the DMU's log max(|x|,
+#: 10⁻¹¹)), so a divisor near 0 stays finite: the division paper (Mistry et
+#: al. 2021) and the DMU's author train them on U[-2, 2].
+ZERO_SAFE_DIVISION_KINDS = frozenset(
+    {"nmru", "npu", "real_npu", "real_npu_modified", "dmu_add", "dmu_sub"}
+)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -24,6 +24,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
 
+from keras_nalu._files import atomic_write
+from keras_nalu.errors import ArgumentError, literal
 from keras_nalu.reports.summary import OUTCOME_COLUMNS, run_keys, summarize
 
 PLOT_SOFTWARE = "keras-nalu plot"
@@ -294,8 +296,8 @@ def plot_results(
         )
     figure = results_figure(results, x=x, hue=hue, operation=operation)
     out_path = Path(out_path)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(out_path, format="png", metadata={"Software": PLOT_SOFTWARE})
+    with atomic_write(out_path, "wb") as handle:
+        figure.savefig(handle, format="png", metadata={"Software": PLOT_SOFTWARE})
     return out_path
 
 
@@ -303,30 +305,44 @@ def _select(
     results: pd.DataFrame, x: str, hue: str, operation: str | None
 ) -> pd.DataFrame:
     if hue not in results:
-        raise ValueError(
-            "plot_results expects hue to be a column of the results. "
-            f"Received: hue={hue!r}; columns are {list(results.columns)}"
+        raise ArgumentError(
+            "plot_results",
+            "hue",
+            hue,
+            requirement="be a column of the results, one of "
+            f"{literal(list(results.columns))}",
         )
     allowed = plot_columns(results, hue)
     if x not in allowed:
-        raise ValueError(
-            "plot_results expects x to be a column the runs were swept over, "
-            f"one of {allowed}"
+        raise ArgumentError(
+            "plot_results",
+            "x",
+            x,
+            requirement="be a column the runs were swept over, one of "
+            f"{literal(allowed)}"
             + (" (these results have none)" if not allowed else "")
-            + f"; {hue} and operation make the lines, and outcomes such as "
-            f"success are the panels. Received: x={x!r}"
+            + f"; {literal(hue)} and operation make the lines, and outcomes such "
+            "as success are the panels",
         )
     if operation is not None:
         if "operation" not in results:
-            raise ValueError(
-                "The results have no 'operation' column to select "
-                f"operation={operation!r} from."
+            raise ArgumentError(
+                "",
+                "operation",
+                operation,
+                problem="The results have no 'operation' column to select "
+                "{operation=} from.",
+                received={},
             )
         selected = results[results["operation"] == operation]
         if selected.empty:
-            raise ValueError(
-                f"No runs with operation={operation!r}. Operations in the results: "
-                f"{list(pd.unique(results['operation']))}"
+            raise ArgumentError(
+                "",
+                "operation",
+                operation,
+                problem="No runs with {operation=}. Operations in the results: "
+                f"{literal(list(pd.unique(results['operation'])))}",
+                received={},
             )
         return selected
     if results.empty:

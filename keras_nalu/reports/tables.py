@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from keras_nalu._files import atomic_write, write_text
 from keras_nalu.reports.summary import SUMMARY_STATISTICS, load_results, summarize
 
 _MISSING = "—"
@@ -215,10 +216,10 @@ def write_summary(
     paths = summary_paths(results_path, out_dir)
     for kind, path in paths.items():
         _check_summary_target(path, kind, results_path)
-    next(iter(paths.values())).parent.mkdir(parents=True, exist_ok=True)
-    paths["markdown"].write_text(to_markdown(summary), encoding="utf-8")
-    paths["latex"].write_text(to_latex(summary), encoding="utf-8")
-    summary.to_csv(paths["csv"], index=False)
+    write_text(paths["markdown"], to_markdown(summary))
+    write_text(paths["latex"], to_latex(summary))
+    with atomic_write(paths["csv"], encoding="utf-8", newline="") as handle:
+        summary.to_csv(handle, index=False)
     return paths
 
 

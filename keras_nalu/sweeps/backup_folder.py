@@ -12,6 +12,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from keras_nalu.errors import ArgumentError, literal
 from keras_nalu.sweeps.ray_connection import first_line
 
 
@@ -33,34 +34,50 @@ class BackupFolder:
         text = os.fspath(backup_dir) if isinstance(backup_dir, os.PathLike) else None
         text = backup_dir if isinstance(backup_dir, str) else text
         if not text:
-            raise ValueError(
-                "run_sweep expects backup_dir to be a folder or a URL. "
-                f"Received: backup_dir={backup_dir!r}"
+            raise ArgumentError(
+                "run_sweep",
+                "backup_dir",
+                backup_dir,
+                requirement="be a folder or a URL",
             )
         if "://" not in text:
             path = Path(text).expanduser().absolute()
             try:
                 path.mkdir(parents=True, exist_ok=True)
             except OSError as error:
-                raise ValueError(
-                    f"cannot create backup_dir {text!r} "
-                    f"({error.strerror or type(error).__name__}); pass a folder "
-                    "every node of the cluster can write to"
+                raise ArgumentError(
+                    "",
+                    "backup_dir",
+                    text,
+                    problem=f"cannot create {{backup_dir}} {literal(repr(text))} "
+                    f"({literal(error.strerror or type(error).__name__)}); pass a "
+                    "folder every node of the cluster can write to",
+                    received={},
                 ) from None
             return cls(str(path))
         try:
             import fsspec  # noqa: F401
         except ImportError:
-            raise ValueError(
-                f"backup_dir {text!r} is a URL, which needs fsspec: pip install "
-                "fsspec and the file system's package (s3fs, gcsfs, ...)"
+            raise ArgumentError(
+                "",
+                "backup_dir",
+                text,
+                problem=f"{{backup_dir}} {literal(repr(text))} is a URL, which needs "
+                "fsspec: pip install fsspec and the file system's package (s3fs, "
+                "gcsfs, ...)",
+                received={},
             ) from None
         try:
             folder = cls(text)
             folder.fs.makedirs(folder.root, exist_ok=True)
         except Exception as error:  # noqa: BLE001 - any file system's refusal
-            raise ValueError(
-                f"cannot open backup_dir {text!r} ({first_line(error)})"
+            raise ArgumentError(
+                "",
+                "backup_dir",
+                text,
+                problem=f"cannot open {{backup_dir}} {literal(repr(text))} "
+                f"({literal(first_line(error))})",
+                received={},
             ) from None
         return folder
 

@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from keras_nalu.errors import ArgumentError, literal
 from keras_nalu.sweeps.backup_folder import BackupFolder
 from keras_nalu.sweeps.chunks import (
     Chunk,
@@ -96,10 +97,12 @@ def check_gpus_per_chunk(gpus_per_chunk) -> float:
     if isinstance(gpus_per_chunk, bool) or not (
         math.isfinite(value) and value >= 0 and (value <= 1 or value.is_integer())
     ):
-        raise ValueError(
-            "run_sweep expects gpus_per_chunk to be 0, a fraction of one GPU "
-            "(e.g. 0.25 for four chunks a GPU) or a whole number of GPUs. "
-            f"Received: gpus_per_chunk={gpus_per_chunk!r}"
+        raise ArgumentError(
+            "run_sweep",
+            "gpus_per_chunk",
+            gpus_per_chunk,
+            requirement="be 0, a fraction of one GPU (e.g. 0.25 for four chunks a "
+            "GPU) or a whole number of GPUs",
         )
     return value
 
@@ -115,26 +118,34 @@ def check_ray_arguments(
     check_gpus_per_chunk(gpus_per_chunk)
     if ray_address is None:
         if backup_dir is not None or gpus_per_chunk:
-            raise ValueError(
-                "run_sweep takes backup_dir and gpus_per_chunk with a "
-                "ray_address only; here, chunks are backed up beside the results "
-                "file and share a device by chunks_per_device. Received: "
-                f"backup_dir={backup_dir!r}, gpus_per_chunk={gpus_per_chunk!r}"
+            raise ArgumentError(
+                "run_sweep",
+                "backup_dir" if backup_dir is not None else "gpus_per_chunk",
+                backup_dir if backup_dir is not None else gpus_per_chunk,
+                problem="{backup_dir} and {gpus_per_chunk} go with a {ray_address} "
+                "only; here, chunks are backed up beside the results file and share "
+                "a device by {chunks_per_device}",
+                received={"backup_dir": backup_dir, "gpus_per_chunk": gpus_per_chunk},
             )
         return None
     if chunks_per_device != 1:
-        raise ValueError(
-            "On Ray, chunks share a GPU by gpus_per_chunk (e.g. 0.25 for four "
-            "chunks a GPU), not chunks_per_device. Received: "
-            f"chunks_per_device={chunks_per_device!r}"
+        raise ArgumentError(
+            "run_sweep",
+            "chunks_per_device",
+            chunks_per_device,
+            problem="On Ray, chunks share a GPU by {gpus_per_chunk} (e.g. 0.25 for "
+            "four chunks a GPU), not {chunks_per_device}",
         )
     if backup_dir is None:
         return None
     if backup_every is None:
-        raise ValueError(
-            "run_sweep backs chunks up to backup_dir every backup_every seconds: "
-            f"pass both, or neither. Received: backup_dir={backup_dir!r}, "
-            "backup_every=None"
+        raise ArgumentError(
+            "run_sweep",
+            "backup_dir",
+            backup_dir,
+            problem="chunks are backed up to {backup_dir} every {backup_every} "
+            "seconds: pass both, or neither",
+            received={"backup_dir": backup_dir, "backup_every": None},
         )
     return BackupFolder.checked(backup_dir).location
 
@@ -367,10 +378,14 @@ def _check_gpus(gpus: float, nodes: list[dict] | None, address: str) -> None:
     if most >= gpus or _autoscaler_gpus() >= gpus:
         return
     has = f"the most a node has: {most:g}" if most else "its nodes have no GPU"
-    raise ValueError(
-        f"each chunk asks for {_count(gpus, 'GPU')} (gpus_per_chunk), "
-        f"but no node of the Ray cluster at {address} has "
-        f"that many ({has}); pass 0 to train on CPUs, or add nodes with GPUs"
+    raise ArgumentError(
+        "",
+        "gpus_per_chunk",
+        gpus,
+        problem=f"each chunk asks for {_count(gpus, 'GPU')} ({{gpus_per_chunk}}), "
+        f"but no node of the Ray cluster at {literal(address)} has that many "
+        f"({has}); pass 0 to train on CPUs, or add nodes with GPUs",
+        received={},
     )
 
 

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from keras_nalu._validation import check_seeds, parse_ranges
+from keras_nalu.errors import ArgumentError
 from keras_nalu.experiments import ExperimentConfig
 
 _DEFAULTS = {
@@ -227,7 +228,8 @@ def grid_configs(grid: Mapping) -> list[ExperimentConfig]:
         try:
             configs.append(ExperimentConfig(**fields))
         except (TypeError, ValueError) as error:
-            raise ValueError(f"sweep grid: invalid configuration: {error}") from None
+            told = error.in_words({}) if isinstance(error, ArgumentError) else error
+            raise ValueError(f"sweep grid: invalid configuration: {told}") from None
     return configs
 
 

@@ -33,6 +33,7 @@ import logging
 import os
 
 from keras_nalu._validation import check_non_negative_int, check_positive_int
+from keras_nalu.errors import ArgumentError
 from keras_nalu.sweeps.chunks import ChunkLimits, pack_chunks
 from keras_nalu.sweeps.engines import TimeLimitReached, stop_at_interrupt
 from keras_nalu.sweeps.engines.device import local_devices, worker_environment
@@ -169,11 +170,16 @@ class FillingOptions:
         if ray_address is not None:
             self._check_ray()
         if processes != 1 and self.chunks_per_device != 1:
-            raise ValueError(
-                "run_sweep fills a device with threads (chunks_per_device) or with "
-                "processes (processes_per_device), not both. Received: "
-                f"chunks_per_device={self.chunks_per_device!r}, "
-                f"processes_per_device={processes!r}"
+            raise ArgumentError(
+                "run_sweep",
+                "processes_per_device",
+                processes,
+                problem="a device is filled with threads ({chunks_per_device}) or "
+                "with processes ({processes_per_device}), not both",
+                received={
+                    "chunks_per_device": self.chunks_per_device,
+                    "processes_per_device": processes,
+                },
             )
         from keras_nalu.sweeps.engines import engine_class
 
@@ -202,38 +208,48 @@ class FillingOptions:
         if self.processes_per_device > 1:
             _no_memory_up_front()
 
-    def _asked(self, names) -> str:
-        """The options of `names` that ask for something, as `name=value`."""
-        return ", ".join(
-            f"{name}={getattr(self, name)!r}"
+    def _asked(self, names) -> dict:
+        """The options of `names` that ask for something, with their values."""
+        return {
+            name: getattr(self, name)
             for name in names
             if getattr(self, name) not in (None, _ASKS_NOTHING[name])
-        )
+        }
 
     def _check_ray(self) -> None:
         """Refuses the ways that only a sweep trained here has."""
         asked = self._asked(("pack_replicas", "processes_per_device", "unroll"))
         if asked:
-            raise ValueError(
-                "On Ray, each chunk is a task of its own, trained alone: packs, "
-                "processes and unrolled loops are ways of a sweep trained here. "
-                f"Received: {asked}"
+            raise ArgumentError(
+                "",
+                next(iter(asked)),
+                next(iter(asked.values())),
+                problem="On Ray, each chunk is a task of its own, trained alone: "
+                "packs, processes and unrolled loops are ways of a sweep trained "
+                "here",
+                received=asked,
             )
         if self.chunks_per_device != 1:
-            raise ValueError(
-                "On Ray, chunks share a GPU by gpus_per_chunk (e.g. 0.25 for four "
-                "chunks a GPU), not chunks_per_device. Received: "
-                f"chunks_per_device={self.chunks_per_device!r}"
+            raise ArgumentError(
+                "run_sweep",
+                "chunks_per_device",
+                self.chunks_per_device,
+                problem="On Ray, chunks share a GPU by {gpus_per_chunk} (e.g. 0.25 "
+                "for four chunks a GPU), not {chunks_per_device}",
             )
 
     def _check_engine(self, engine) -> None:
         """Refuses the ways of the JAX engine (`JAX_ONLY`) on another engine."""
         asked = self._asked(JAX_ONLY)
         if asked and not engine.supports_packing:
-            raise ValueError(
-                f"The {engine.engine} engine trains one chunk at a time, alone: "
-                "chunks side by side in threads, packs and unrolled loops need "
-                f"the JAX engine (KERAS_BACKEND=jax). Received: {asked}"
+            raise ArgumentError(
+                "",
+                next(iter(asked)),
+                next(iter(asked.values())),
+                problem=f"The {engine.engine} engine trains one chunk at a time, "
+                "alone: chunks side by side in threads, packs and unrolled loops "
+                "need the JAX engine (KERAS_BACKEND=jax)",
+                received=asked,
             )
 
 

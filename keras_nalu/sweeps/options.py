@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from keras_nalu._files import backup_folder
+from keras_nalu.errors import ArgumentError
 from keras_nalu.sweeps.chunks import Chunk, ChunkLimits
 from keras_nalu.sweeps.cluster import check_ray_arguments
 from keras_nalu.sweeps.engines.loop import BACKUP_EVERY
@@ -154,22 +155,26 @@ def _check_limits(backup_every, time_limit, ray_address) -> None:
     """Refuses a negative `backup_every` or `time_limit`, or a limit without
     backups trained here."""
     if backup_every is not None and not backup_every >= 0:
-        raise ValueError(
-            "run_sweep expects backup_every to be None or >= 0 seconds. "
-            f"Received: backup_every={backup_every!r}"
+        raise ArgumentError(
+            "run_sweep",
+            "backup_every",
+            backup_every,
+            requirement="be None or >= 0 seconds",
         )
     if time_limit is None:
         return
     if not time_limit >= 0:
-        raise ValueError(
-            "run_sweep expects time_limit to be None or >= 0 seconds. "
-            f"Received: time_limit={time_limit!r}"
+        raise ArgumentError(
+            "run_sweep", "time_limit", time_limit, requirement="be None or >= 0 seconds"
         )
     if backup_every is None or ray_address is not None:
-        raise ValueError(
-            "run_sweep stops at time_limit only with backups, trained here: "
-            "pass backup_every and no ray_address. Received: "
-            f"backup_every={backup_every!r}, ray_address={ray_address!r}"
+        raise ArgumentError(
+            "run_sweep",
+            "time_limit",
+            time_limit,
+            problem="{time_limit} stops a sweep trained here at a backup: it needs "
+            "backups (every {backup_every} seconds) and no {ray_address}",
+            received={"backup_every": backup_every, "ray_address": ray_address},
         )
 
 

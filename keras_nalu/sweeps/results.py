@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from keras_nalu._files import atomic_write
+from keras_nalu.errors import ArgumentError, literal
 from keras_nalu.experiments import (
     LATER_FIELDS,
     ExperimentConfig,
@@ -160,7 +161,14 @@ def check_results_path(path: str | os.PathLike) -> Path:
     """`path` as a `Path`; a folder is refused (and left untouched)."""
     path = Path(path)
     if path.is_dir():
-        raise _foreign(path, "a folder")
+        raise ArgumentError(
+            "",
+            "results_path",
+            str(path),
+            problem="{results_path} " + literal(repr(str(path))) + " is a folder; "
+            "pass a CSV path.",
+            received={},
+        )
     return path
 
 

@@ -42,6 +42,7 @@ from pathlib import Path
 import pandas as pd
 
 from keras_nalu._files import backup_folder, check_output_folder
+from keras_nalu.errors import ArgumentError, literal
 from keras_nalu.experiments import ExperimentConfig, check_run_memory
 from keras_nalu.sweeps.chunks import (
     Chunk,
@@ -198,10 +199,12 @@ def _options(options: SweepOptions | None, keywords: dict) -> SweepOptions:
     if options is None:
         return SweepOptions.from_keywords(**keywords)
     if not isinstance(options, SweepOptions) or keywords:
-        raise ValueError(
-            "run_sweep expects options to be a SweepOptions, and no option by "
-            f"name beside it. Received: options={options!r}, "
-            f"keywords={sorted(keywords)}"
+        raise ArgumentError(
+            "run_sweep",
+            "options",
+            options,
+            requirement="be a SweepOptions, and no option by name beside it",
+            received={"options": options, "keywords": sorted(keywords)},
         )
     return options
 
@@ -213,10 +216,14 @@ def _checked_results_file(results_path, options: SweepOptions) -> Path:
     folder = backup_folder(path)
     here = options.ray_address is None
     if options.backups and here and folder.is_file():
-        raise ValueError(
-            f"results_path {str(results_path)!r}: {folder} is a file, where "
-            "the sweep keeps the backups of its chunks in training; move that file "
-            "aside, or train without backups."
+        raise ArgumentError(
+            "",
+            "results_path",
+            str(results_path),
+            problem=f"{{results_path}} {literal(repr(str(results_path)))}: "
+            f"{literal(folder)} is a file, where the sweep keeps the backups of its "
+            "chunks in training; move that file aside, or train without backups.",
+            received={},
         )
     return path
 

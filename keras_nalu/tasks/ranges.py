@@ -10,6 +10,7 @@ import numpy as np
 
 from keras_nalu._optional import import_tensorflow
 from keras_nalu._validation import is_integer, is_real
+from keras_nalu.errors import ArgumentError, Verbatim
 from keras_nalu.tasks._philox import philox_uniform
 
 # "U[1, 2]", "[1,2]", "(1, 2)": one bracketed pair of bounds.
@@ -61,9 +62,12 @@ def _format_parts(parts) -> str:
 
 
 def _unparseable(name: str, value) -> ValueError:
-    return ValueError(
-        "Range expects a range such as 'U[1, 2]', '[-6, -2] ∪ [2, 6]', '1,2', "
-        f"'-6,-2;2,6', (lo, hi) or [(lo, hi), ...]. Received: {name}={value!r}"
+    return ArgumentError(
+        "Range",
+        name,
+        value,
+        requirement="be a range such as 'U[1, 2]', '[-6, -2] ∪ [2, 6]', '1,2', "
+        "'-6,-2;2,6', (lo, hi) or [(lo, hi), ...]",
     )
 
 
@@ -107,22 +111,21 @@ def _parts_from_sequence(value, name: str) -> list[tuple[float, float]]:
 def _check_parts(parts, name: str) -> tuple[tuple[float, float], ...]:
     """Validates and normalizes parts: floats, sorted by lower bound."""
     if not parts:
-        raise ValueError(
-            f"Range expects at least one part (lower, upper). "
-            f"Received: {name}={parts!r}"
+        raise ArgumentError(
+            "Range", name, parts, requirement="have at least one part (lower, upper)"
         )
     parts = tuple(sorted((float(lo), float(hi)) for lo, hi in parts))
-    shown = _format_parts(parts)
+    shown = Verbatim(_format_parts(parts))
     if not all(math.isfinite(bound) for part in parts for bound in part):
-        raise ValueError(f"Range expects finite bounds. Received: {name}={shown}")
+        raise ArgumentError("Range", name, shown, requirement="have finite bounds")
     if any(lo >= hi for lo, hi in parts):
-        raise ValueError(
-            f"Range expects lower < upper in every part. Received: {name}={shown}"
+        raise ArgumentError(
+            "Range", name, shown, requirement="have lower < upper in every part"
         )
     # Parts that merely touch (hi == next lo) are accepted: they share one point.
     if any(left[1] > right[0] for left, right in zip(parts, parts[1:])):
-        raise ValueError(
-            f"Range expects non-overlapping parts. Received: {name}={shown}"
+        raise ArgumentError(
+            "Range", name, shown, requirement="have parts that do not overlap"
         )
     return parts
 

@@ -7,6 +7,8 @@ import numbers
 
 import numpy as np
 
+from keras_nalu.errors import ArgumentError
+
 
 class SubsetGeometry:
     """Where the subsets lie in the input (a mixin of `SubsetSumTask`).
@@ -18,20 +20,34 @@ class SubsetGeometry:
     def _ratio_subsets(self) -> tuple[tuple[int, int], ...]:
         owner = type(self).__name__
         if self.subset_length < 1:
-            raise ValueError(
-                f"{owner} expects subsets of at least one element, "
-                "floor(subset_ratio * input_size) >= 1. Received: "
-                f"subset_ratio={self.subset_ratio!r}, input_size={self.input_size!r}"
+            raise ArgumentError(
+                owner,
+                "subset_ratio",
+                self.subset_ratio,
+                expectation="subsets of at least one element, "
+                "floor({subset_ratio} * {input_size}) >= 1",
+                received={
+                    "subset_ratio": self.subset_ratio,
+                    "input_size": self.input_size,
+                },
             )
         if self.total_length > self.input_size:
-            raise ValueError(
-                f"{owner} expects the subsets to fit in the input: num_subsets * "
-                "subset_length - (num_subsets - 1) * overlap_length = "
-                f"{self.total_length} <= input_size. Received: "
-                f"input_size={self.input_size!r}, "
-                f"subset_ratio={self.subset_ratio!r}, "
-                f"overlap_ratio={self.overlap_ratio!r}, "
-                f"num_subsets={self.num_subsets!r}"
+            raise ArgumentError(
+                owner,
+                "subset_ratio",
+                self.subset_ratio,
+                problem="the subsets must fit in the input: {num_subsets} * "
+                "subset_length - ({num_subsets} - 1) * overlap_length = "
+                f"{self.total_length} <= {{input_size}}",
+                received={
+                    name: getattr(self, name)
+                    for name in (
+                        "input_size",
+                        "subset_ratio",
+                        "overlap_ratio",
+                        "num_subsets",
+                    )
+                },
             )
         stride = self.subset_length - self.overlap_length
         return tuple(

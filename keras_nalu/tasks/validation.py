@@ -12,6 +12,7 @@ from keras_nalu._validation import (
     check_non_negative_int,
     check_positive_int,
 )
+from keras_nalu.errors import ArgumentError, ArgumentWarning, Verbatim
 from keras_nalu.tasks.operations import OPERATIONS
 from keras_nalu.tasks.ranges import Range
 from keras_nalu.tasks.sampling import SPLITS
@@ -35,9 +36,7 @@ def _check_ratio(owner: str, name: str, value, allow_zero: bool) -> float:
     )
     if not valid:
         interval = "[0, 1]" if allow_zero else "(0, 1]"
-        raise ValueError(
-            f"{owner} expects {name} in {interval}. Received: {name}={value!r}"
-        )
+        raise ArgumentError(owner, name, value, expectation=f"{{{name}}} in {interval}")
     return float(value)
 
 
@@ -102,36 +101,52 @@ class TaskChecks:
                 and not allow_zero_divisor
                 and self._divisor_may_be_zero(value_range, split)
             ):
-                raise ValueError(
-                    f"{owner} with operation='div' expects {name} to keep the "
-                    "divisor away from 0 (exclude 0; one sign for a sum of "
-                    "several inputs); only a unit that adds ε to the divisor "
-                    "(the NMRU, the NPUs) divides by values near 0: "
-                    f"allow_zero_divisor=True. Received: {name}={value_range}"
+                raise ArgumentError(
+                    owner,
+                    name,
+                    Verbatim(value_range),
+                    requirement="keep the divisor away from 0 (exclude 0; one sign "
+                    "for a sum of several inputs); only a unit that adds ε to the "
+                    "divisor (the NMRU, the NPUs) divides by values near 0: "
+                    "{allow_zero_divisor}=True",
+                    context={"operation": "div"},
                 )
             if self.operation == "root" and value_range.lower < 0:
-                raise ValueError(
-                    f"{owner} with operation='root' expects {name} to hold no "
-                    "negative numbers: the root of a negative subset sum is NaN, "
-                    f"a target no model can fit. Received: {name}={value_range}"
+                raise ArgumentError(
+                    owner,
+                    name,
+                    Verbatim(value_range),
+                    requirement="hold no negative numbers: the root of a negative "
+                    "subset sum is NaN, a target no model can fit",
+                    context={"operation": "root"},
                 )
             bound = self._target_bound(split)
             if bound > _FLOAT32_MAX:
-                raise ValueError(
-                    f"{owner} with operation={self.operation!r} expects {name} to "
-                    f"give targets within float32 (|t| <= {_FLOAT32_MAX:.4g}); it "
-                    f"gives targets up to {bound:.3g}{self._steps_note(split)}, which "
-                    "are inf in float32: any model's error on them is inf or NaN. "
-                    f"Received: {name}={value_range}"
+                raise ArgumentError(
+                    owner,
+                    name,
+                    Verbatim(value_range),
+                    requirement=f"give targets within float32 (|t| <= "
+                    f"{_FLOAT32_MAX:.4g}); it gives targets up to {bound:.3g}"
+                    f"{self._steps_note(split)}, which are inf in float32: any "
+                    "model's error on them is inf or NaN",
+                    context={"operation": self.operation},
                 )
         bound = self._target_bound("extrapolation")
         if bound > _FLOAT32_EXACT_LIMIT:
             warnings.warn(
-                f"{owner} with operation={self.operation!r} can produce targets "
-                f"up to {bound:.3g} on extrapolation_range="
-                f"{self.extrapolation_range}{self._steps_note('extrapolation')}, "
-                "beyond float32's exact-integer range (2**24): rounding alone "
-                "makes the MSE large.",
+                ArgumentWarning(
+                    owner,
+                    "extrapolation_range",
+                    Verbatim(self.extrapolation_range),
+                    problem=f"can produce targets up to {bound:.3g} on "
+                    "{extrapolation_range=}"
+                    f"{self._steps_note('extrapolation')}, beyond float32's "
+                    "exact-integer range (2**24): rounding alone makes the MSE "
+                    "large.",
+                    received={},
+                    context={"operation": self.operation},
+                ),
                 stacklevel=4,
             )
 

@@ -18,6 +18,7 @@ BENCHMARKS = ROOT / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
 import gpu_probe  # noqa: E402
+import probe_backups  # noqa: E402
 import probe_table  # noqa: E402
 
 needs_jax = pytest.mark.skipif(
@@ -72,7 +73,7 @@ def _steps(out, folder) -> dict:
 
     for tar in out.glob("backups*.tar"):
         with tarfile.open(tar) as archive:
-            gpu_probe.extract(archive, folder)
+            probe_backups.extract(archive, folder)
     records = [read_backup(path)[0] for path in folder.glob("*/*.npz")]
     return {record["model"]: record["step"] for record in records}
 
@@ -330,7 +331,7 @@ def test_backups_come_out_of_their_tar_files(tmp_path, extraction):
     tar = _tar(tmp_path / "backups.tar", _file("results.csv.backup/a.npz"))
     (tmp_path / "out").mkdir()
     tar.rename(tmp_path / "out" / "backups.tar")
-    assert gpu_probe.unpack_backups(tmp_path / "out") == [
+    assert probe_backups.unpack_backups(tmp_path / "out") == [
         tmp_path / "out" / "backups.tar"
     ]
     assert (tmp_path / "out" / "results.csv.backup" / "a.npz").read_bytes() == (
@@ -358,7 +359,7 @@ def test_a_tar_that_reaches_outside_its_folder_is_refused(tmp_path, extraction, 
     tar = _tar(tmp_path / "bad.tar", _file("b/a.npz"), OUTSIDE[member](outside))
     with tarfile.open(tar) as archive:
         try:
-            gpu_probe.extract(archive, folder)
+            probe_backups.extract(archive, folder)
         except tarfile.TarError:
             refused = True
         else:  # Python's filter takes an absolute name as a relative one

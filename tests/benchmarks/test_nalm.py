@@ -100,3 +100,24 @@ def test_the_cells_not_yet_run_are_listed():
     assert "nmru ÷" not in missing[1]
     text = nalm.summary_text(rows, missing)
     assert "<!-- --8<-- [start:to-run] -->\nNot yet run: 2 inputs:" in text
+
+
+def test_the_dmu_runs_with_two_inputs_only_and_apart_from_the_benchmarks_file():
+    cells = nalm.plan((2, 10), ("dmu", "dmu_author"), ("mul", "div"))
+    assert {(cell.input_size, cell.unit) for cell in cells} == {
+        (2, "dmu"),
+        (2, "dmu_author"),
+    }
+    # Its initialization is chosen by operation; ÷ runs around 0 too.
+    presets = {(cell.unit, cell.operation): cell.preset for cell in cells}
+    assert presets[("dmu", "mul")] == "single_dmu_add"
+    assert presets[("dmu_author", "div")] == "single_dmu_sub_author"
+    assert all(len(cell.ranges) == 9 for cell in cells)
+    missing = " ".join(
+        nalm.not_yet_run(
+            nalm.judged(
+                pd.DataFrame(_runs("single_nmru", "U[1,2]", successes=25, stopped=0))
+            )
+        )
+    )
+    assert "dmu" not in missing

@@ -15,6 +15,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 import paper  # noqa: E402
 import published  # noqa: E402
+from paper_tables import (  # noqa: E402
+    comparison,
+    comparison_markdown,
+    hidden_size_readings,
+    reason,
+    still_to_run,
+)
 
 from keras_nalu.experiments import REFERENCE_SETTINGS, ExperimentConfig  # noqa: E402
 from keras_nalu.sweeps.results import config_id, read_results  # noqa: E402
@@ -120,11 +127,11 @@ def test_the_plan_takes_a_part_of_a_part():
 
 
 def test_only_a_smaller_budget_explains_a_below_or_an_open():
-    assert paper.reason("below", 2_000_000, 5_000_000) == "budget: 2·10⁶ steps < 5·10⁶"
-    assert paper.reason("open", 50_000, 5_000_000) == "budget: 5·10⁴ steps < 5·10⁶"
-    assert paper.reason("below", 5_000_000, 5_000_000) == ""
-    assert paper.reason("above", 50_000, 5_000_000) == ""
-    assert paper.reason("inside", 50_000, 5_000_000) == ""
+    assert reason("below", 2_000_000, 5_000_000) == "budget: 2·10⁶ steps < 5·10⁶"
+    assert reason("open", 50_000, 5_000_000) == "budget: 5·10⁴ steps < 5·10⁶"
+    assert reason("below", 5_000_000, 5_000_000) == ""
+    assert reason("above", 50_000, 5_000_000) == ""
+    assert reason("inside", 50_000, 5_000_000) == ""
 
 
 def _fig3_rows(budget):
@@ -159,7 +166,7 @@ def _fig3_rows(budget):
 
 
 def test_the_hidden_size_panel_reads_success_three_ways():
-    (reading,) = paper.hidden_size_readings(_fig3_rows(5_000_000)).to_dict("records")
+    (reading,) = hidden_size_readings(_fig3_rows(5_000_000)).to_dict("records")
     assert (reading["n"], reading["best_step"], reading["any_evaluation"]) == (4, 2, 3)
     assert (reading["final_step"], reading["found_and_lost"]) == (1, 2)
     assert reading["first_solved_median"] == 2e6
@@ -167,7 +174,7 @@ def test_the_hidden_size_panel_reads_success_three_ways():
     assert (reading["paper"], reading["ablation"]) == ("33/36", "45/50")
 
     old = _fig3_rows(5_000_000).assign(final_success=np.nan)  # before the column
-    (reading,) = paper.hidden_size_readings(old).to_dict("records")
+    (reading,) = hidden_size_readings(old).to_dict("records")
     assert math.isnan(reading["final_step"]) and math.isnan(reading["found_and_lost"])
 
     seeds = paper.hidden_size_seeds(_fig3_rows(5_000_000))
@@ -176,16 +183,16 @@ def test_the_hidden_size_panel_reads_success_three_ways():
 
 def test_each_budget_is_a_row_with_its_verdict_and_reason():
     rows = pd.concat([_fig3_rows(2_000_000), _fig3_rows(5_000_000)])
-    table = paper.comparison(rows, paper.PARTS["fig3_hidden"])
+    table = comparison(rows, paper.PARTS["fig3_hidden"])
     assert list(table["max_iterations"]) == [2_000_000, 5_000_000]
     # 2 of 4, 50 % [15 %, 85 %], against 33 of 36, 92 % [78 %, 97 %]
     assert list(table["verdict"]) == ["open", "open"]
     assert list(table["reason"]) == ["budget: 2·10⁶ steps < 5·10⁶", ""]
     assert list(table["paper_rate"]) == [33 / 36] * 2
     assert list(table["device"]) == ["jax/cpu"] * 2
-    text = paper.comparison_markdown(table, paper.PARTS["fig3_hidden"])
+    text = comparison_markdown(table, paper.PARTS["fig3_hidden"])
     assert "| nmu | 4 | 2·10⁶ | 4 | 50% [15%, 85%] | 92% [78%, 97%] | open |" in text
-    missing = paper.still_to_run(rows, paper.PARTS["fig3_hidden"], ["nmu"])
+    missing = still_to_run(rows, paper.PARTS["fig3_hidden"], ["nmu"])
     assert missing == ["nmu, hidden size: 2, 3, 4, 5, 6, 7, 8, 9, 10"]
 
 
@@ -214,10 +221,10 @@ def test_two_engines_are_a_row_each_and_a_run_held_twice_is_named(tmp_path):
         f"jax, 5·10⁶ steps, seeds 0-3) left out: {jax.resolve()}"
         " holds the same runs and comes first"
     )
-    table = paper.comparison(results, paper.PARTS["fig3_hidden"])
+    table = comparison(results, paper.PARTS["fig3_hidden"])
     assert list(table["device"]) == ["jax/cpu", "tensorflow/unrecorded device"]
     assert list(table["n"]) == [4, 4] and list(table["success_rate"]) == [0.5, 0.0]
-    readings = paper.hidden_size_readings(results)
+    readings = hidden_size_readings(results)
     assert list(readings["engine"]) == ["jax", "tensorflow"]
     text = paper.summary_text(results, ["fig3_hidden"])
     assert f"Rows left out:\n\n- {dropped}\n" in text

@@ -14,7 +14,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks" / "reference"))
 
-import differences  # noqa: E402
+import difference_tables  # noqa: E402
 import trajectories  # noqa: E402
 
 RECORDS = ROOT / "benchmarks" / "results" / "reference"
@@ -43,6 +43,6 @@ def test_the_committed_records_stay_small():
 def test_the_tables_are_what_differences_py_writes_today():
     entries = json.loads((RECORDS / "differences.json").read_text())
     written = (RECORDS / "differences.md").read_text(encoding="utf-8")
-    assert written == differences.tables(entries)
-    for part in differences.RENDERERS:
+    assert written == difference_tables.tables(entries)
+    for part in difference_tables.RENDERERS:
         assert part in entries, part

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from keras_nalu import cli
-from keras_nalu.cli.train import explain_record, train_summary
+from keras_nalu.cli.train import train_summary
+from keras_nalu.experiments import explain_record
 from keras_nalu.layers import NAU, NMU, GatedNAUNMU, NACMul, iNALU
 from tests.helpers import mixed_subtraction, set_nac
 

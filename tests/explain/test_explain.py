@@ -15,6 +15,7 @@ from keras_nalu.explain import (
     explain,
 )
 from keras_nalu.layers import (
+    DMU,
     MCFC,
     NAC,
     NALU,
@@ -22,8 +23,10 @@ from keras_nalu.layers import (
     NMRU,
     NMU,
     NPU,
+    NSR,
     MCFCMul,
     NACMul,
+    Piecewise,
     RealNPU,
 )
 from tests.helpers import mixed_subtraction, set_nac
@@ -594,3 +597,52 @@ def test_mcfc_mul_reads_a_product_and_flags_its_bias():
     model_numbers_match_expression(model, explanation)
     layer.bias.assign(np.array([0.2], "float32"))  # y = e^0.2 · x0·x1
     assert explain(model).deviations == [("mcfc_mul.bias", (0, 0), pytest.approx(0.2))]
+
+
+def dmu_model(initialization, gate_bias):
+    layer = DMU(2, initialization=initialization, name="dmu")
+    model = single_unit(layer, 2)
+    layer.gate_kernel.assign(np.zeros((2, 4), "float32"))
+    layer.gate_bias.assign(np.asarray(gate_bias, "float32"))  # linear, then log
+    return model
+
+
+def test_dmu_reads_the_domain_its_gate_picks():
+    model = dmu_model("sub", [5.0, -5.0, -5.0, 5.0])
+
+    explanation = explain(model)
+
+    assert explanation.outputs == ["x0 - x1", "x0 / x1"]
+    assert explanation.discrete
+    assert "gate → linear" in explanation.layers[0]
+    model_numbers_match_expression(model, explanation, low=-3.0, high=-1.0)
+    assert explain(dmu_model("add", [-5.0, 5.0, 5.0, -5.0])).outputs == [
+        "x0 * x1",
+        "x0 + x1",
+    ]
+
+
+def test_dmu_gate_that_changes_with_the_inputs_is_written_out():
+    model = dmu_model("add", [0.0, 0.0, 5.0, -5.0])
+    # The first gate's logits follow LayerNorm(x): linear where x0 > x1.
+    model.get_layer("dmu").gate_kernel.assign(
+        np.array([[5.0, 0.0, -5.0, 0.0], [-5.0, 0.0, 5.0, 0.0]], "float32")
+    )
+
+    explanation = explain(model)
+
+    assert explanation.outputs == ["g0*(x0 + x1) + (1 - g0)*(x0 * x1)", "x0 + x1"]
+    assert not explanation.discrete
+    assert "gate g0 of dmu (unit 0) mixes both" in str(explanation)
+
+
+@pytest.mark.parametrize(
+    "layer, reason",
+    [
+        (NSR(1, name="nsr"), "probability that a comparison"),
+        (Piecewise(NSR(1), NAU(1), NAU(1), name="piecewise"), "switches between"),
+    ],
+)
+def test_comparisons_are_not_read_and_say_why(layer, reason):
+    with pytest.raises(UnsupportedLayerError, match=f"'{layer.name}'.*{reason}"):
+        explain(single_unit(layer, 2))

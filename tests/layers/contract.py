@@ -102,14 +102,16 @@ def run_layer_test(
 
 
 class UnitModel(keras.Model):
-    """A subclassed model holding one unit."""
+    """A subclassed model holding one unit; it passes `training` on, as a
+    subclassed model must for a unit whose inference differs (the DMU's
+    one-hot gate has no gradient)."""
 
     def __init__(self, unit, **kwargs):
         super().__init__(**kwargs)
         self.unit = unit
 
-    def call(self, inputs):
-        return self.unit(inputs)
+    def call(self, inputs, training=None):
+        return self.unit(inputs, training=training)
 
 
 class _Contract:
@@ -406,6 +408,72 @@ def gated_nau_nmu(layer, x):
     x = np.asarray(x, "float64")
     gate = sigmoid(x @ weight(layer, "gate"))
     return gate * nau(layer.nau, x) + (1.0 - gate) * nmu(layer.nmu, x)
+
+
+def _torch_softplus(z):
+    """log(1 + eᶻ), z itself above 20 (PyTorch's, which the DMU's author calls)."""
+    return np.where(z > 20.0, z, np.log1p(np.exp(np.minimum(z, 20.0))))
+
+
+def dmu_formula(layer, x, training):
+    """Curry (2025), the author's `DAGLayer` with one step and frozen operands:
+
+    (g_lin, g_log) = softmax(LayerNorm(x)·W + b) (one-hot of the larger logit
+    at inference); y = (g_lin·tanh(r_lin/10⁻⁴) + g_log·cos(π Σ|o|[x < 0]))
+    · clip(g_lin·max(√(r_lin² + 10⁻⁸), m₀) + g_log·exp(c(r_log)), m₀, m₁),
+    r_lin = x·o, r_log = log max(|x|, m₀)·o, c a softplus clamp to [-L, L].
+    """
+    x = np.asarray(x, "float64")
+    floor, ceiling, limit = (
+        (1e-11, 1e6, np.log(1e6) - 1.0) if training else (1e-20, 1e20, 50.0)
+    )
+    signs = {"add": [1.0, 1.0], "sub": [1.0, -1.0]}[layer.initialization]
+    operands = np.zeros((x.shape[-1], layer.units))
+    operands[:2] = np.asarray(signs)[:, None]
+    normed = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
+    normed = normed * weight(layer, "norm_scale") + weight(layer, "norm_offset")
+    logits = normed @ weight(layer, "gate_kernel") + weight(layer, "gate_bias")
+    lin, log = logits[..., : layer.units], logits[..., layer.units :]
+    if training or not layer.discretize:
+        g_lin = sigmoid(lin - log)
+    else:
+        g_lin = (lin >= log).astype("float64")
+    g_log = 1.0 - g_lin
+    r_lin = x @ operands
+    r_log = np.log(np.maximum(np.abs(x), floor)) @ operands
+    ceiling_clamped = limit - _torch_softplus(limit - r_log)
+    clamped = -limit + _torch_softplus(ceiling_clamped + limit)
+    sign = g_lin * np.tanh(r_lin / 1e-4) + g_log * np.cos(
+        np.pi * ((x < 0) @ np.abs(operands))
+    )
+    magnitude = g_lin * np.maximum(np.sqrt(r_lin**2 + 1e-8), floor)
+    magnitude = magnitude + g_log * np.exp(clamped)
+    return sign * np.clip(magnitude, floor, ceiling)
+
+
+def dmu(layer, x):
+    """The DMU at inference (`dmu_formula` with `training` false)."""
+    return dmu_formula(layer, x, training=False)
+
+
+def _softmax_over_inputs(logits):
+    scaled = np.exp(logits - logits.max(axis=0, keepdims=True))
+    return scaled / scaled.sum(axis=0, keepdims=True)
+
+
+def nsr(layer, x):
+    """σ(b + Σ_r W±_r·tanh(λd_r) + Σ_r W0_r·(1 - 2·tanh²(λd_r))), d = x·softmax(V₁)
+    - x·softmax(V₂), softmax over the inputs (Faber & Wattenhofer 2023)."""
+    x = np.asarray(x, "float64")
+    difference = x @ _softmax_over_inputs(weight(layer, "operand_1")) - (
+        x @ _softmax_over_inputs(weight(layer, "operand_2"))
+    )
+    units, redundancy = layer.units, layer.redundancy
+    sign = np.tanh(layer.scale * difference).reshape(*x.shape[:-1], units, redundancy)
+    zero = 1.0 - 2.0 * sign**2
+    logit = (sign * weight(layer, "sign_kernel").T).sum(-1)
+    logit = logit + (zero * weight(layer, "zero_kernel").T).sum(-1)
+    return sigmoid(logit + weight(layer, "bias"))
 
 
 # --- round trips -----------------------------------------------------------------

@@ -301,7 +301,7 @@ def test_an_unroll_that_cannot_be_meant_is_refused_in_one_line(tmp_path, capsys)
         "compile. Received: --unroll 1000000000"
     ]
     assert not list(tmp_path.iterdir())
-    with pytest.raises(ValueError, match=f"unroll <= {MAX_UNROLL} steps"):
+    with pytest.raises(ValueError, match=f"expects unroll to be <= {MAX_UNROLL} steps"):
         replica_run(GRID[0], [0], unroll=MAX_UNROLL + 1)
 
 

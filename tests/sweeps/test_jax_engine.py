@@ -444,6 +444,7 @@ _SINGLE_MODULE = {
     "single_real_npu_modified": "div",  # clip, two ramps and the L1, summed
     "single_mcfc": "add",  # -mean(p²) on three weights
     "single_mcfc_mul": "mul",
+    "single_dmu_sub_author": "div",  # a gate of LayerNorm(x), clipped norm
 }
 
 

@@ -493,7 +493,12 @@ def test_the_jax_engine_on_another_backend_is_one_line():
 
 @pytest.mark.parametrize("option", ["clipnorm", "global_clipnorm"])
 def test_norm_clipping_is_each_replicas_own(option, monkeypatch):
-    """Clipped by its own gradient norm, a replica trains as `model.fit` does."""
+    """Clipped by its own gradient norm, a replica trains as `model.fit` does.
+
+    Over 20 steps: within 60 this clipped run turns chaotic (a 10⁻⁷
+    difference in how a backend orders a sum grows tenfold every five steps),
+    so a longer comparison would test the machine's arithmetic, not the clip.
+    """
     from keras_nalu import presets
 
     preset = presets.Preset("clipped", ("nau", "nmu"), optimizer_options={option: 0.05})
@@ -502,8 +507,8 @@ def test_norm_clipping_is_each_replicas_own(option, monkeypatch):
         model="clipped",
         operation="mul",
         input_size=10,
-        iterations=300,
-        eval_every=100,
+        iterations=20,
+        eval_every=20,
         learning_rate=0.05,
     )
     seeds = [1, 2]

@@ -82,6 +82,10 @@ def test_division_by_a_range_that_holds_zero_names_the_nmru(interpolation):
     assert safe == {
         "npu",
         "real_npu",
+        "single_dmu_add",
+        "single_dmu_add_author",
+        "single_dmu_sub",
+        "single_dmu_sub_author",
         "single_nmru",
         "single_real_npu",
         "single_real_npu_div",

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 
+from keras_nalu._files import atomic_write
 from keras_nalu.experiments.mnist.study import success_rates
 
 
@@ -46,7 +48,9 @@ def plot_success_rate(records: Sequence[Mapping], out_path) -> str:
     axis.set_ylim(-0.05, 1.05)
     axis.legend()
     figure.tight_layout()
-    figure.savefig(out_path, dpi=120)
+    out_path = Path(out_path)
+    with atomic_write(out_path, "wb") as handle:
+        figure.savefig(handle, format=out_path.suffix[1:] or "png", dpi=120)
     plt.close(figure)
     return str(out_path)
 

@@ -38,6 +38,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from keras_nalu._validation import check_positive_int, check_seeds
+from keras_nalu.errors import ArgumentError
 from keras_nalu.experiments import (
     ExperimentConfig,
     execution_size,
@@ -208,15 +209,20 @@ class ReplicaRun(ReplicaVariables):
         """`unroll` if this engine takes it: 1, or 1 to `MAX_UNROLL` on JAX."""
         check_positive_int("ReplicaRun", "unroll", unroll)
         if unroll > MAX_UNROLL:
-            raise ValueError(
-                f"ReplicaRun expects unroll <= {MAX_UNROLL} steps: XLA compiles "
-                "the step that many times over, so more only lengthens the "
-                f"compile. Received: unroll={unroll!r}"
+            raise ArgumentError(
+                "ReplicaRun",
+                "unroll",
+                unroll,
+                requirement=f"be <= {MAX_UNROLL} steps: XLA compiles the step that "
+                "many times over, so more only lengthens the compile",
             )
         if unroll != 1 and not cls.supports_packing:
-            raise ValueError(
-                f"The {cls.engine} engine compiles no loop to unroll; unroll "
-                f"needs the JAX engine (KERAS_BACKEND=jax). Received: unroll={unroll}"
+            raise ArgumentError(
+                "",
+                "unroll",
+                unroll,
+                problem=f"The {cls.engine} engine compiles no loop to unroll; "
+                "{unroll} needs the JAX engine (KERAS_BACKEND=jax)",
             )
         return unroll
 
