@@ -1,21 +1,7 @@
-"""Sweeps on a Ray cluster: the connection, chunks as Ray tasks, their backups.
+"""Sweeps on a Ray cluster: chunks as Ray tasks, their backups, their failures.
 
-`run_sweep(..., ray_address=...)` hands its chunks to `run_on_ray`: each
-chunk is one Ray task with the resources of `ray_options`, and the driver
-(the process that called `run_sweep`) writes the rows of every finished
-chunk. With a `backup_dir` that every node can reach (a shared folder, or an
-fsspec URL such as `s3://bucket/sweep`), a task backs its chunk up there
-every `backup_every` seconds, and whichever worker picks the chunk up again
-(Ray's retry after a lost worker or node, or a later sweep) continues it.
-
-The address is checked before Ray is asked to join it, and the cluster is
-watched while the sweep runs (`ray_connection.py`): an unreachable cluster, a refused
-token, a lost cluster or a chunk that failed after Ray's retries all end the
-sweep with one `ClusterError` that says what happened, how many rows are kept,
-how many chunks are left and where each continues from, and how to resume.
-GPUs that no node of the cluster has are refused before any chunk starts.
-Ctrl-C asks the chunks in training to back up and stop (Ray's cancellation).
-The guide is docs/cluster.md.
+The driver writes the rows of every finished chunk; each failure ends the
+sweep in one `ClusterError` line. The guide is docs/cluster.md.
 """
 
 from __future__ import annotations
@@ -54,13 +40,9 @@ logger = logging.getLogger(__name__)
 def ray_options(engine: str, gpus_per_chunk: float = 0.0) -> dict:
     """The Ray resources and environment of one chunk's task.
 
-    Every chunk asks for one CPU and `gpus_per_chunk` GPUs: 1 gives each
-    chunk a GPU of its own, 0.25 lets four chunks share one (Ray then
-    places up to four such tasks on a GPU and shows each the same device).
-    A chunk that shares a GPU is held to its share of the memory: JAX
-    preallocates that fraction (less a tenth) instead of 75 %, and
-    TensorFlow grows its memory as needed instead of taking it all. The
-    workers run the driver's Keras backend with its TensorFlow log level.
+    One CPU and `gpus_per_chunk` GPUs; a chunk on a share of a GPU is held
+    to that share of its memory; the workers run the driver's Keras backend
+    and TensorFlow log level (docs/cluster.md, "GPU nodes").
 
     Args:
         engine: the Keras backend the chunks train on (`"jax"`, ...).
@@ -110,11 +92,8 @@ def check_gpus_per_chunk(gpus_per_chunk) -> float:
 def check_ray_arguments(
     ray_address, backup_dir, backup_every, gpus_per_chunk, chunks_per_device
 ) -> str | None:
-    """Refuses what only Ray or only a local sweep can do; the backup folder.
-
-    Returns `backup_dir` as the tasks will use it (an absolute path or a
-    URL), or None.
-    """
+    """Refuses what only Ray or only a local sweep can do; `backup_dir` as the
+    tasks will use it (an absolute path or a URL), or None."""
     check_gpus_per_chunk(gpus_per_chunk)
     if ray_address is None:
         if backup_dir is not None or gpus_per_chunk:
@@ -162,35 +141,24 @@ def run_on_ray(
 ) -> None:
     """Trains `chunks` as Ray tasks; `on_rows` gets each finished chunk's rows.
 
-    Ctrl-C (in the main thread) asks every chunk in training to back up at
-    its next evaluation and stop (Ray's cancellation, which comes to the
-    task as SIGINT); the rows of chunks that finish meanwhile are written,
-    then `KeyboardInterrupt` says what is kept and left. Without a backup
-    folder, or at a second Ctrl-C, the chunks are stopped at once.
+    Ctrl-C asks the chunks in training to back up and stop (docs/cluster.md).
 
     Args:
         chunks: the chunks, submitted in this order.
-        on_rows, on_steps: the sweep's callbacks (rows to write, seed-steps
-            done), called here, in the driver.
-        address: `"local"` starts a Ray runtime on this machine for this
-            sweep; `"auto"`, `HOST:PORT` or `ray://HOST:PORT` (Ray Client)
-            joins a cluster. A Ray already initialized here is used as is.
+        on_rows, on_steps: the sweep's callbacks, called in the driver.
+        address: `SweepOptions.ray_address`.
         results_path: the results file, named in messages.
-        limits: `limits.folder` is a folder or fsspec URL every node can
-            reach (`check_ray_arguments`), or None for no backups;
-            `limits.backup_every` how often a chunk is backed up there.
+        limits: `limits.folder` is the backup folder or URL every node
+            reaches (`check_ray_arguments`), or None for no backups.
         gpus_per_chunk: as for `ray_options`.
-        backups_asked: False where the sweep asked for no backups; else,
-            without a backup folder, a warning says once that the chunks
-            are not backed up.
+        backups_asked: False where the sweep asked for no backups; else a
+            missing backup folder is warned of once.
 
     Raises:
-        ValueError: no node of the cluster has the GPUs a chunk asks for;
-            no chunk was submitted.
+        ValueError: no node of the cluster has the GPUs a chunk asks for.
         ClusterError: the cluster could not be reached or was lost, or a
-            chunk failed after Ray's retries; the rows of the finished chunks
-            are written.
-        KeyboardInterrupt: Ctrl-C; the rows of the finished chunks are
+            chunk failed after Ray's retries.
+        KeyboardInterrupt: Ctrl-C. Either way the finished chunks' rows are
             written.
     """
     import keras
@@ -229,18 +197,14 @@ def run_on_ray(
         tasks.close()
 
 
+CANCEL_AGAIN = 5.0
+"""Seconds after which the chunks asked to stop at Ctrl-C are asked again: Ray's
+cancellation of a task just starting on a worker can be lost."""
+
+
 class RayTasks:
-    """The chunks of a sweep on Ray: submitted, collected, cancelled.
-
-    `run_on_ray`'s bookkeeping: the tasks pending, the chunks cancelled at
-    Ctrl-C, the rows written, and whether the cluster was lost.
-
-    Args:
-        ray: the `ray` module.
-        connection: the `RayConnection` the tasks run on.
-        results_path: the results file, named in messages.
-        backup_dir: the chunks' backup folder or URL, or None.
-    """
+    """`run_on_ray`'s bookkeeping: the tasks pending, the chunks cancelled at
+    Ctrl-C, the rows written, and whether the cluster was lost."""
 
     def __init__(self, ray, connection, results_path, backup_dir):
         self.ray = ray
@@ -253,7 +217,6 @@ class RayTasks:
         self.lost = False
 
     def submit(self, task, chunks: Sequence[Chunk], limits: ChunkLimits) -> None:
-        """Submits one task per chunk, in order."""
         versions = _versions()
         self.pending = {task.remote(chunk, limits, versions): chunk for chunk in chunks}
 
@@ -273,11 +236,16 @@ class RayTasks:
                 if asked_to_stop is None or (
                     time.monotonic() - asked_to_stop >= CANCEL_AGAIN
                 ):
-                    _ask_to_stop(ray, self.pending)
+                    self.cancel(force=False)
                     asked_to_stop = time.monotonic()
             ready, _ = ray.wait(list(self.pending), num_returns=1, timeout=0.5)
             if not ready:
-                self._check_connection()
+                if self.connection.lost():
+                    self.lost = True
+                    raise ClusterError(
+                        f"lost the Ray cluster at {self.connection.address} "
+                        f"(nothing has answered there for {LOST_AFTER:g} s)"
+                    )
                 continue
             try:
                 result = ray.get(ready[0])
@@ -289,14 +257,6 @@ class RayTasks:
             self._finished(self.pending.pop(ready[0]), result, on_rows, on_steps)
         if stop_requested():
             raise KeyboardInterrupt
-
-    def _check_connection(self) -> None:
-        if self.connection.lost():
-            self.lost = True
-            raise ClusterError(
-                f"lost the Ray cluster at {self.connection.address} "
-                f"(nothing has answered there for {LOST_AFTER:g} s)"
-            )
 
     def _finished(self, chunk: Chunk, result: dict, on_rows, on_steps) -> None:
         if result["resumed_from"]:
@@ -312,35 +272,51 @@ class RayTasks:
         on_steps(chunk.steps - resumed)
 
     def outcome(self) -> str:
-        """The rows kept and the chunks left (`_outcome`)."""
+        """The rows kept, the chunks left, and where those continue from: a
+        backup in the folder (read here, as the rerun will read it), or
+        their start."""
         left = self.cancelled + list(self.pending.values())
-        return _outcome(self.written, left, self.results_path, self.backup_dir)
+        outcome = (
+            f"{self.written} rows of this sweep are kept in {self.results_path}"
+            if self.written
+            else "no chunk of this sweep had finished (no rows written)"
+        )
+        if not left:
+            return outcome
+        one = len(left) == 1
+        outcome += ", 1 chunk is left" if one else f", {len(left)} chunks are left"
+        folder = self.backup_dir
+        if folder is None:
+            return outcome + " (from the start: no backup folder)"
+        try:
+            names = set(BackupFolder(folder).names())
+        except Exception:  # noqa: BLE001 - a folder out of reach now
+            return outcome + f" (from the last backup in {folder}, if any)"
+        backed_up = sum(backup_name(chunk) in names for chunk in left)
+        if not backed_up:
+            return outcome + f" (from the start: no backup in {folder} yet)"
+        if backed_up == len(left):
+            who = "it continues" if one else "each continues"
+            return outcome + f" ({who} from its last backup in {folder})"
+        who = "1 continues from its" if backed_up == 1 else f"{backed_up} from their"
+        return outcome + (
+            f" ({who} last backup in {folder}, {len(left) - backed_up} from the start)"
+        )
+
+    def cancel(self, force: bool) -> None:
+        """Ray's cancellation of every task left: SIGINT to a running one
+        (the chunk backs up, then stops), or (`force`) its worker ended."""
+        for reference in self.pending:
+            with contextlib.suppress(Exception):
+                self.ray.cancel(reference, force=force)
 
     def close(self) -> None:
         """Cancels the tasks left (unless the cluster is lost); ends Ray's
         runtime if this sweep started it."""
         if not self.lost:
-            for reference in self.pending:
-                with contextlib.suppress(Exception):
-                    self.ray.cancel(reference, force=True)
+            self.cancel(force=True)
         if self.connection.started:
             self.ray.shutdown()
-
-
-CANCEL_AGAIN = 5.0
-"""Seconds after which the chunks asked to stop at Ctrl-C are asked again.
-
-Ray's cancellation of a task that is just starting on a worker can be lost;
-asking again reaches it. A chunk asked twice still backs up first
-(`stop_at_interrupt(second_stops_now=False)` in the task).
-"""
-
-
-def _ask_to_stop(ray, pending: dict) -> None:
-    """Ray's cancellation for every chunk: SIGINT to a running one."""
-    for reference in pending:
-        with contextlib.suppress(Exception):
-            ray.cancel(reference, force=False)
 
 
 def _nodes(ray) -> list[dict] | None:
@@ -366,12 +342,8 @@ def _count(number: float, name: str) -> str:
 
 
 def _check_gpus(gpus: float, nodes: list[dict] | None, address: str) -> None:
-    """Refuses, before any chunk starts, GPUs that no node of the cluster has.
-
-    Ray would queue the chunks until a node with those GPUs joins, without
-    a word. A cluster whose autoscaler adds GPU nodes, where Ray tells its
-    largest size, is let through.
-    """
+    """Refuses GPUs that no node has (Ray would queue the chunks without a
+    word), unless the autoscaler tells a largest size that has them."""
     if not gpus or nodes is None:
         return
     most = max((node.get("Resources", {}).get("GPU", 0.0) for node in nodes), default=0)
@@ -411,89 +383,41 @@ def backed_up_chunks_in(results_path: Path, backup_dir: str) -> list[tuple[Chunk
         return backed_up_chunks(results_path, copies)
 
 
-# --- failures -----------------------------------------------------------------
-
-
 def _lost_errors(ray) -> tuple[type, ...]:
     """Errors after which the cluster cannot cancel the tasks left."""
-    errors = ray.exceptions
-    return tuple(
-        getattr(errors, name)
-        for name in ("LocalRayletDiedError", "RaySystemError")
-        if hasattr(errors, name)
-    ) + (ConnectionError,)
+    names = ("LocalRayletDiedError", "RaySystemError")
+    return (
+        ConnectionError,
+        *(getattr(ray.exceptions, n, ConnectionError) for n in names),
+    )
 
 
 def _failure_message(ray, error: BaseException, address: str, outcome: str) -> str:
     """One line: what failed, the `outcome` (what is kept), and how to resume."""
+    resume = "start it again (`ray status` shows it) and rerun the same sweep"
     if isinstance(error, ClusterError):
         failure = str(error)
-        resume = "start it again (`ray status` shows it) and rerun the same sweep"
     elif isinstance(error, ray.exceptions.RayTaskError):
         cause = error.cause if isinstance(error.cause, Exception) else error
         failure = f"a chunk failed on the Ray cluster ({first_line(cause)})"
         if isinstance(cause, ImportError):
             failure += "; every node needs keras_nalu, Keras and the backend"
         resume = "mend that and rerun the same sweep"
-    elif _worker_died(error):
+    elif type(error).__name__ in ("WorkerCrashedError", "OutOfMemoryError"):
         failure = (
             f"a chunk's worker died and Ray's retries ran out ({first_line(error)})"
         )
         resume = "rerun the same sweep (`ray status` shows the cluster's nodes)"
     else:
         failure = f"lost the Ray cluster at {address} ({first_line(error)})"
-        resume = "start it again (`ray status` shows it) and rerun the same sweep"
     return f"{failure}; {outcome}: {resume}."
-
-
-def _worker_died(error: BaseException) -> bool:
-    return type(error).__name__ in ("WorkerCrashedError", "OutOfMemoryError")
-
-
-def _outcome(written: int, left: list[Chunk], results_path, backup_dir) -> str:
-    """The rows kept, the chunks left, and where those continue from: true clauses.
-
-    A chunk left continues from its backup if the backup folder holds one
-    (read here, as the rerun will read it), else from its start.
-    """
-    if written:
-        outcome = f"{written} rows of this sweep are kept in {results_path}"
-    else:
-        outcome = "no chunk of this sweep had finished (no rows written)"
-    if not left:
-        return outcome
-    one = len(left) == 1
-    outcome += ", 1 chunk is left" if one else f", {len(left)} chunks are left"
-    if backup_dir is None:
-        return outcome + " (from the start: no backup folder)"
-    try:
-        names = set(BackupFolder(backup_dir).names())
-    except Exception:  # noqa: BLE001 - a folder out of reach now
-        return outcome + f" (from the last backup in {backup_dir}, if any)"
-    backed_up = sum(backup_name(chunk) in names for chunk in left)
-    if not backed_up:
-        return outcome + f" (from the start: no backup in {backup_dir} yet)"
-    if backed_up == len(left):
-        who = "it continues" if one else "each continues"
-        return outcome + f" ({who} from its last backup in {backup_dir})"
-    who = "1 continues from its" if backed_up == 1 else f"{backed_up} from their"
-    return outcome + (
-        f" ({who} last backup in {backup_dir}, {len(left) - backed_up} from the start)"
-    )
-
-
-# --- the task -----------------------------------------------------------------
 
 
 def _chunk_task(
     chunk: Chunk, limits: ChunkLimits, driver_versions: dict[str, str]
 ) -> dict:
     """One chunk in a Ray worker: its rows, and the step its backup stood at.
-
-    Ray's cancellation of the task (the driver's Ctrl-C) comes as SIGINT,
-    maybe more than once: the chunk backs up at its next evaluation, then
-    stops.
-    """
+    Ray's cancellation (maybe more than once) backs the chunk up, then stops it."""
     from keras_nalu.sweeps.training import train_chunk
 
     _check_versions(driver_versions)
@@ -529,11 +453,8 @@ def _versions() -> dict[str, str]:
     import keras_nalu
 
     backend = keras.backend.backend()
-    versions = {
-        "keras_nalu": keras_nalu.__version__,
-        "keras": keras.__version__,
-        "backend": backend,
-    }
+    versions = {"keras_nalu": keras_nalu.__version__, "keras": keras.__version__}
+    versions["backend"] = backend
     with contextlib.suppress(ImportError, AttributeError):
         versions[backend] = importlib.import_module(backend).__version__
     return versions

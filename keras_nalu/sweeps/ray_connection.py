@@ -1,15 +1,10 @@
 """The link to a Ray cluster: the address checked, joined, and watched.
 
-`RayConnection.open` checks an address before Ray is asked to join it (a
-host that does not answer, a port where no Ray listens or another server
-answers, a refused token each fail at once, in one line), and
-`RayConnection.lost` tells the driver when the cluster stopped answering
-while a sweep runs on it. Every failure is a `ClusterError`.
+Each failure is one `ClusterError` line, at once (docs/cluster.md).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import time
@@ -20,8 +15,6 @@ CONNECT_TIMEOUT = 10.0
 
 LOST_AFTER = 10.0
 """Seconds the cluster's address must stay unreachable to count as lost."""
-
-_DEFAULT_PORTS = {"gcs": 6379, "client": 10001}
 
 
 class ClusterError(RuntimeError):
@@ -44,12 +37,12 @@ def import_ray():
 
 
 class RayConnection:
-    """This driver's link to a cluster, and the address that shows it lives."""
+    """This driver's link to a cluster, and the (host, port) that shows it lives."""
 
     def __init__(self, address: str, started: bool, endpoint=None):
         self.address = address
         self.started = started
-        self.endpoint = endpoint  # (host, port) to watch, or None
+        self.endpoint = endpoint
         self._failing_since = None
 
     @classmethod
@@ -68,74 +61,50 @@ class RayConnection:
         try:
             _init(ray, address)
         except Exception as error:  # noqa: BLE001 - Ray raises several kinds
-            hint = "check the cluster with `ray status` on its head node"
-            if _token_mode() != "token":
-                hint += (
-                    ", and if it uses token authentication, export RAY_AUTH_MODE=token"
-                )
+            token = ", and if it uses token authentication, export RAY_AUTH_MODE=token"
             raise ClusterError(
                 f"cannot join the Ray cluster at {address} ({first_line(error)}); "
-                + hint
+                "check the cluster with `ray status` on its head node"
+                + ("" if _token_mode() == "token" else token)
             ) from None
         return cls(address, started=True, endpoint=endpoint)
 
     def lost(self) -> bool:
         """Whether the cluster's address has refused connections for a while."""
-        if self.endpoint is None:
+        if self.endpoint is None or _unreachable(self.endpoint) is None:
+            self._failing_since = None
             return False
-        try:
-            socket.create_connection(self.endpoint, timeout=CONNECT_TIMEOUT).close()
-        except OSError:
-            now = time.monotonic()
-            if self._failing_since is None:
-                self._failing_since = now
-            return now - self._failing_since >= LOST_AFTER
-        self._failing_since = None
-        return False
+        self._failing_since = self._failing_since or time.monotonic()
+        return time.monotonic() - self._failing_since >= LOST_AFTER
 
 
 CLIENT_ATTEMPTS = 3
 
 
 def _init(ray, address: str) -> None:
-    """`ray.init`, tried again where a Ray Client server fails to start in time.
+    """`ray.init` without Ray's notes as it joins, tried again where the Ray
+    Client server that a loaded head node starts for this driver misses Ray's
+    deadline (the next try succeeds).
 
-    The head node starts a server for each Ray Client driver; on a loaded
-    head that start can miss Ray's deadline ("Initialization failure from
-    server"), and the next try usually succeeds.
-    """
-    for attempt in range(1, CLIENT_ATTEMPTS + 1):
-        try:
-            with _quiet_ray():
-                ray.init(address=address, log_to_driver=False)
-            return
-        except ConnectionAbortedError:
-            if not address.startswith("ray://") or attempt == CLIENT_ATTEMPTS:
-                raise
-            ray.shutdown()
-            time.sleep(2.0 * attempt)
-
-
-@contextlib.contextmanager
-def _quiet_ray():
-    """`ray.init` that joins a cluster, without lines a sweep need not show.
-
-    This driver's C++ core logs only fatal errors (it reads
-    RAY_BACKEND_LOG_LEVEL once, as `ray.init` starts it), so a lost cluster
-    is reported in one line, not after Ray's "Failed to push error to
-    driver" for every chunk in training; a level the user set is kept.
-    Ray's own notes while it joins (the log level it read, "Connecting to
-    existing Ray cluster", Ray Client's arguments) are dropped: the sweep
-    says which cluster it joined, and a failure is raised.
+    The driver's C++ core, which reads RAY_BACKEND_LOG_LEVEL once, here, logs
+    only fatal errors (unless the user set a level), so that a lost cluster is
+    one line, not a "Failed to push error to driver" for every chunk.
     """
     from keras_nalu._startup import silenced_stderr
 
     ours = "RAY_BACKEND_LOG_LEVEL" not in os.environ
-    if ours:
-        os.environ["RAY_BACKEND_LOG_LEVEL"] = "fatal"
+    os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")
     try:
-        with silenced_stderr():
-            yield
+        for attempt in range(1, CLIENT_ATTEMPTS + 1):
+            try:
+                with silenced_stderr():
+                    ray.init(address=address, log_to_driver=False)
+                return
+            except ConnectionAbortedError:
+                if not address.startswith("ray://") or attempt == CLIENT_ATTEMPTS:
+                    raise
+                ray.shutdown()
+                time.sleep(2.0 * attempt)
     finally:
         if ours:
             os.environ.pop("RAY_BACKEND_LOG_LEVEL", None)
@@ -156,7 +125,7 @@ def _endpoint(address: str) -> tuple[str, int]:
             f"--ray-address {address!r} is not local, auto, HOST:PORT or "
             "ray://HOST:PORT"
         )
-    return host, port or _DEFAULT_PORTS["client" if client else "gcs"]
+    return host, port or (10001 if client else 6379)
 
 
 def _auto_endpoint() -> tuple[str, int] | None:
@@ -175,34 +144,38 @@ def _auto_endpoint() -> tuple[str, int] | None:
     return _endpoint(address) if address else None
 
 
-def _probe(address: str, endpoint) -> None:
-    if endpoint is None:
-        return
-    host, port = endpoint
+def _unreachable(endpoint: tuple[str, int]) -> OSError | None:
+    """Why a TCP connection to `endpoint` failed, or None if it succeeded."""
     try:
-        socket.create_connection((host, port), timeout=CONNECT_TIMEOUT).close()
+        socket.create_connection(endpoint, timeout=CONNECT_TIMEOUT).close()
     except OSError as error:
-        if isinstance(error, socket.gaierror):
-            reason = f"unknown host {host}"
-        elif isinstance(error, TimeoutError):
-            reason = f"no answer within {CONNECT_TIMEOUT:g} s"
-        else:
-            reason = error.strerror or type(error).__name__
-        raise ClusterError(
-            f"cannot reach a Ray cluster at {address} ({reason}); check the "
-            "address, and that the cluster runs: `ray status` on its head node"
-        ) from None
+        return error
+    return None
+
+
+def _probe(address: str, endpoint) -> None:
+    error = None if endpoint is None else _unreachable(endpoint)
+    if error is None:
+        return
+    if isinstance(error, socket.gaierror):
+        reason = f"unknown host {endpoint[0]}"
+    elif isinstance(error, TimeoutError):
+        reason = f"no answer within {CONNECT_TIMEOUT:g} s"
+    else:
+        reason = error.strerror or type(error).__name__
+    raise ClusterError(
+        f"cannot reach a Ray cluster at {address} ({reason}); check the "
+        "address, and that the cluster runs: `ray status` on its head node"
+    )
 
 
 def _check_server(address: str, endpoint) -> None:
-    """Asks the server at `endpoint` once what it is, so a wrong port fails at once.
+    """Asks the server at `endpoint` once what it is, so a wrong port fails at once
+    (Ray would retry for 30 to 45 s, then time out without saying what answered).
 
-    One Ray Client ping, a gRPC call with a deadline, tells apart within
-    milliseconds a Ray Client server (it answers, or refuses this driver's
-    token), another gRPC server such as the GCS (it does not know the call)
-    and a server that speaks no gRPC (the dashboard, a web server). Joining
-    a wrong one, Ray would retry for 30 to 45 s and then report a timeout
-    that says neither what answered nor what to do.
+    One Ray Client ping tells apart a Ray Client server (it answers, or
+    refuses the token), another gRPC server such as the GCS (it does not know
+    the call) and a server that speaks no gRPC (the dashboard).
     """
     if endpoint is None:
         return
@@ -243,30 +216,30 @@ def _check_server(address: str, endpoint) -> None:
     else:
         text = details.strip().splitlines()[0] if details.strip() else ""
         reason = f"{answer.name}: {text}" if text else answer.name
+    raise _not_a_cluster(address, reason)
+
+
+def _not_a_cluster(address: str, reason: str) -> ClusterError:
     port = (
         "the head node's Ray Client port, 10001 unless `ray start "
         "--ray-client-server-port` said otherwise"
-        if client
+        if address.startswith("ray://")
         else "the head node's GCS port, 6379 unless `ray start --port` said otherwise"
     )
-    raise ClusterError(
+    return ClusterError(
         f"nothing at {address} answers as a Ray cluster ({reason}); check the "
         f"address ({port}) with `ray status` there"
     )
 
 
 def _refused_token(address: str) -> str:
-    """What a cluster of token authentication that refused this driver means."""
-    if _token_mode() == "token":
-        fix = (
-            "this driver's token is not the cluster's: set RAY_AUTH_TOKEN or "
-            "copy ~/.ray/auth_token from the head node"
-        )
-    else:
-        fix = (
-            "export RAY_AUTH_MODE=token, with the cluster's token in "
-            "RAY_AUTH_TOKEN or ~/.ray/auth_token (as on the head node)"
-        )
+    fix = (
+        "this driver's token is not the cluster's: set RAY_AUTH_TOKEN or "
+        "copy ~/.ray/auth_token from the head node"
+        if _token_mode() == "token"
+        else "export RAY_AUTH_MODE=token, with the cluster's token in "
+        "RAY_AUTH_TOKEN or ~/.ray/auth_token (as on the head node)"
+    )
     return (
         f"the Ray cluster at {address} uses token authentication and refused "
         f"this driver; {fix}"
@@ -274,12 +247,8 @@ def _refused_token(address: str) -> str:
 
 
 def _check_token(address: str, endpoint) -> None:
-    """Asks the cluster once, so that a refused token fails at once, in one line.
-
-    Joining a cluster of token authentication without its token would
-    otherwise retry for about 20 s, logging each refusal, and then report a
-    failed connection that does not say why.
-    """
+    """Asks the cluster once, so that a refused token fails at once, in one line
+    (Ray would retry for about 20 s, then fail without saying why)."""
     try:
         from ray._raylet import GcsClient
         from ray.exceptions import AuthenticationError, RpcError
@@ -293,11 +262,7 @@ def _check_token(address: str, endpoint) -> None:
     except AuthenticationError:
         raise ClusterError(_refused_token(address)) from None
     except RpcError as error:
-        raise ClusterError(
-            f"nothing at {address} answers as a Ray cluster ({first_line(error)}); "
-            "check the address (the head node's GCS port, 6379 unless `ray start "
-            "--port` said otherwise) with `ray status` there"
-        ) from None
+        raise _not_a_cluster(address, first_line(error)) from None
     except Exception:  # noqa: BLE001 - a Ray without this client: ray.init decides
         return
 
@@ -316,6 +281,5 @@ def _gcs_endpoint(ray) -> tuple[str, int] | None:
 
 
 def first_line(error: BaseException) -> str:
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    text = lines[0] if lines else ""
+    text = next((line.strip() for line in str(error).splitlines() if line.strip()), "")
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
