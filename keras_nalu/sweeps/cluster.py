@@ -19,19 +19,13 @@ from pathlib import Path
 
 from keras_nalu.errors import ArgumentError, literal
 from keras_nalu.sweeps.backup_folder import BackupFolder
-from keras_nalu.sweeps.chunks import (
-    Chunk,
-    ChunkLimits,
-    backed_up_chunks,
-    backup_name,
-)
+from keras_nalu.sweeps.chunks import Chunk, ChunkLimits, backed_up_chunks, backup_name
 from keras_nalu.sweeps.engines import stop_at_interrupt, stop_requested
 from keras_nalu.sweeps.ray_connection import (
     LOST_AFTER,
     ClusterError,
     RayConnection,
     first_line,
-    import_ray,
 )
 
 logger = logging.getLogger(__name__)
@@ -139,20 +133,11 @@ def run_on_ray(
     gpus_per_chunk: float = 0.0,
     backups_asked: bool = True,
 ) -> None:
-    """Trains `chunks` as Ray tasks; `on_rows` gets each finished chunk's rows.
-
-    Ctrl-C asks the chunks in training to back up and stop (docs/cluster.md).
-
-    Args:
-        chunks: the chunks, submitted in this order.
-        on_rows, on_steps: the sweep's callbacks, called in the driver.
-        address: `SweepOptions.ray_address`.
-        results_path: the results file, named in messages.
-        limits: `limits.folder` is the backup folder or URL every node
-            reaches (`check_ray_arguments`), or None for no backups.
-        gpus_per_chunk: as for `ray_options`.
-        backups_asked: False where the sweep asked for no backups; else a
-            missing backup folder is warned of once.
+    """Trains `chunks` as Ray tasks, in order; the sweep's `on_rows` and
+    `on_steps` are called in the driver. `address`, `gpus_per_chunk` and
+    `backups_asked` are `SweepOptions`' (a missing backup folder is warned of
+    once); `limits.folder` is the backup folder or URL every node reaches,
+    or None. Ctrl-C asks the chunks to back up and stop (docs/cluster.md).
 
     Raises:
         ValueError: no node of the cluster has the GPUs a chunk asks for.
@@ -164,13 +149,17 @@ def run_on_ray(
     import keras
 
     limits = ChunkLimits() if limits is None else limits
-    ray = import_ray()
+    try:
+        import ray
+    except ImportError:
+        raise ValueError(
+            "the Ray backend needs ray: pip install 'keras-arithmetic-units[ray]'"
+        ) from None
     connection = RayConnection.open(ray, address)
     tasks = RayTasks(ray, connection, results_path, limits.folder)
     try:
         options = ray_options(keras.backend.backend(), gpus_per_chunk)
-        nodes = _nodes(ray)
-        _check_gpus(options["num_gpus"], nodes, connection.address)
+        nodes = _nodes_with_gpus(ray, options["num_gpus"], connection.address)
         if connection.started and address != "local" and nodes is not None:
             logger.info(
                 "joined the Ray cluster at %s: %s", connection.address, _size(nodes)
@@ -182,7 +171,8 @@ def run_on_ray(
                 "trains them again from the start"
             )
         with stop_at_interrupt():
-            tasks.submit(ray.remote(**options)(_chunk_task), chunks, limits)
+            task, versions = ray.remote(**options)(_chunk_task), _versions()
+            tasks.pending = {task.remote(c, limits, versions): c for c in chunks}
             tasks.collect(on_rows, on_steps)
     except KeyboardInterrupt:  # the first Ctrl-C, once the chunks stopped; a second
         raise KeyboardInterrupt(
@@ -198,8 +188,8 @@ def run_on_ray(
 
 
 CANCEL_AGAIN = 5.0
-"""Seconds after which the chunks asked to stop at Ctrl-C are asked again: Ray's
-cancellation of a task just starting on a worker can be lost."""
+"""Seconds after which the chunks asked to stop at Ctrl-C are asked again (Ray's
+cancellation of a task just starting on a worker can be lost)."""
 
 
 class RayTasks:
@@ -216,10 +206,6 @@ class RayTasks:
         self.written = 0
         self.lost = False
 
-    def submit(self, task, chunks: Sequence[Chunk], limits: ChunkLimits) -> None:
-        versions = _versions()
-        self.pending = {task.remote(chunk, limits, versions): chunk for chunk in chunks}
-
     def collect(self, on_rows, on_steps) -> None:
         """Waits for every task, handing each chunk's rows to `on_rows`.
 
@@ -228,16 +214,14 @@ class RayTasks:
         backup folder, at once.
         """
         ray = self.ray
-        asked_to_stop = None  # when the chunks were last asked to stop
+        asked = None  # when the chunks were last asked to stop
         while self.pending:
             if stop_requested():
                 if self.backup_dir is None:  # nothing to back up: stop now
                     break
-                if asked_to_stop is None or (
-                    time.monotonic() - asked_to_stop >= CANCEL_AGAIN
-                ):
+                if asked is None or time.monotonic() - asked >= CANCEL_AGAIN:
                     self.cancel(force=False)
-                    asked_to_stop = time.monotonic()
+                    asked = time.monotonic()
             ready, _ = ray.wait(list(self.pending), num_returns=1, timeout=0.5)
             if not ready:
                 if self.connection.lost():
@@ -250,7 +234,7 @@ class RayTasks:
             try:
                 result = ray.get(ready[0])
             except ray.exceptions.TaskCancelledError:
-                if asked_to_stop is None:
+                if asked is None:
                     raise
                 self.cancelled.append(self.pending.pop(ready[0]))
                 continue
@@ -319,36 +303,25 @@ class RayTasks:
             self.ray.shutdown()
 
 
-def _nodes(ray) -> list[dict] | None:
-    """The cluster's nodes alive now (`ray.nodes()`), or None if Ray cannot tell."""
+def _nodes_with_gpus(ray, gpus: float, address: str) -> list[dict] | None:
+    """The cluster's nodes alive now, or None if Ray cannot tell; refuses GPUs
+    that no node has (Ray would queue the chunks without a word), unless the
+    autoscaler tells a largest size that has them."""
     try:
-        return [node for node in ray.nodes() if node.get("Alive")]
+        nodes = [node for node in ray.nodes() if node.get("Alive")]
     except Exception:  # noqa: BLE001 - a Ray without it
         return None
+    most = max((_has(node, "GPU") for node in nodes), default=0)
+    if not gpus or most >= gpus:
+        return nodes
+    try:
+        from ray._private.state import state
 
-
-def _size(nodes: list[dict]) -> str:
-    """`1 node, 2 CPUs, 1 GPU`: what the cluster has."""
-    total = {"CPU": 0.0, "GPU": 0.0}
-    for node in nodes:
-        for name in total:
-            total[name] += node.get("Resources", {}).get(name, 0.0)
-    counts = (len(nodes), "node"), (total["CPU"], "CPU"), (total["GPU"], "GPU")
-    return ", ".join(_count(number, name) for number, name in counts)
-
-
-def _count(number: float, name: str) -> str:
-    return f"{number:g} {name}" + ("" if number == 1 else "s")
-
-
-def _check_gpus(gpus: float, nodes: list[dict] | None, address: str) -> None:
-    """Refuses GPUs that no node has (Ray would queue the chunks without a
-    word), unless the autoscaler tells a largest size that has them."""
-    if not gpus or nodes is None:
-        return
-    most = max((node.get("Resources", {}).get("GPU", 0.0) for node in nodes), default=0)
-    if most >= gpus or _autoscaler_gpus() >= gpus:
-        return
+        largest = state.get_max_resources_from_cluster_config() or {}
+    except Exception:  # noqa: BLE001 - Ray Client, or no autoscaler config
+        largest = {}
+    if float(largest.get("GPU", 0.0)) >= gpus:
+        return nodes
     has = f"the most a node has: {most:g}" if most else "its nodes have no GPU"
     raise ArgumentError(
         "",
@@ -361,15 +334,18 @@ def _check_gpus(gpus: float, nodes: list[dict] | None, address: str) -> None:
     )
 
 
-def _autoscaler_gpus() -> float:
-    """The GPUs of the cluster's largest size, where its autoscaler tells it."""
-    try:
-        from ray._private.state import state
+def _has(node: dict, resource: str) -> float:
+    return node.get("Resources", {}).get(resource, 0.0)
 
-        most = state.get_max_resources_from_cluster_config() or {}
-    except Exception:  # noqa: BLE001 - Ray Client, or no autoscaler config
-        return 0.0
-    return float(most.get("GPU", 0.0))
+
+def _size(nodes: list[dict]) -> str:
+    """`1 node, 2 CPUs, 1 GPU`: what the cluster has."""
+    cpus, gpus = (sum(_has(node, name) for node in nodes) for name in ("CPU", "GPU"))
+    return f"{_count(len(nodes), 'node')}, {_count(cpus, 'CPU')}, {_count(gpus, 'GPU')}"
+
+
+def _count(number: float, name: str) -> str:
+    return f"{number:g} {name}" + ("" if number == 1 else "s")
 
 
 def backed_up_chunks_in(results_path: Path, backup_dir: str) -> list[tuple[Chunk, str]]:
@@ -428,22 +404,17 @@ def _chunk_task(
         stop_at_interrupt(second_stops_now=False),
         folder.local_copy(backup_name(chunk)) as (path, sync),
     ):
-        resumed_from = _backup_step(path)
+        resumed_from = 0
+        if path.exists():
+            from keras_nalu.sweeps.engines.backup import read_backup
+
+            # a backup it cannot read: train_chunk says what is wrong with it
+            with contextlib.suppress(ValueError, IndexError):
+                resumed_from = int(read_backup(path)[0]["step"])
         # train_chunk backs the chunk up to `path`, its file in that folder
         own = ChunkLimits(path.parent, limits.backup_every)
         rows = train_chunk(chunk, progress=sync, limits=own)
     return {"rows": rows, "resumed_from": resumed_from}
-
-
-def _backup_step(path: Path) -> int:
-    if not path.exists():
-        return 0
-    from keras_nalu.sweeps.engines.backup import read_backup
-
-    try:
-        return int(read_backup(path)[0]["step"])
-    except (ValueError, IndexError):  # train_chunk says what is wrong with it
-        return 0
 
 
 def _versions() -> dict[str, str]:
@@ -474,9 +445,4 @@ def _check_versions(driver_versions: dict[str, str]) -> None:
         )
 
 
-__all__ = [
-    "backed_up_chunks_in",
-    "check_ray_arguments",
-    "ray_options",
-    "run_on_ray",
-]
+__all__ = ["backed_up_chunks_in", "check_ray_arguments", "ray_options", "run_on_ray"]

@@ -25,17 +25,6 @@ class ClusterError(RuntimeError):
     """
 
 
-def import_ray():
-    """The `ray` module, or a ValueError that says how to install it."""
-    try:
-        import ray
-    except ImportError:
-        raise ValueError(
-            "the Ray backend needs ray: pip install 'keras-arithmetic-units[ray]'"
-        ) from None
-    return ray
-
-
 class RayConnection:
     """This driver's link to a cluster, and the (host, port) that shows it lives."""
 
@@ -49,7 +38,11 @@ class RayConnection:
     def open(cls, ray, address: str) -> RayConnection:
         """Joins the cluster at `address` (checked first), or one ClusterError."""
         if ray.is_initialized():  # the caller's own runtime or cluster
-            return cls(address, started=False, endpoint=_gcs_endpoint(ray))
+            try:
+                endpoint = _endpoint(ray.get_runtime_context().gcs_address)
+            except Exception:  # noqa: BLE001 - Ray Client, or no GCS address to watch
+                endpoint = None
+            return cls(address, started=False, endpoint=endpoint)
         if address == "local":
             ray.init(address="local", include_dashboard=False, log_to_driver=False)
             return cls("this machine's Ray runtime", started=True)
@@ -82,14 +75,12 @@ CLIENT_ATTEMPTS = 3
 
 
 def _init(ray, address: str) -> None:
-    """`ray.init` without Ray's notes as it joins, tried again where the Ray
-    Client server that a loaded head node starts for this driver misses Ray's
-    deadline (the next try succeeds).
+    """`ray.init` without Ray's notes, tried again where the Ray Client server
+    that a loaded head node starts for this driver misses Ray's deadline.
 
-    The driver's C++ core, which reads RAY_BACKEND_LOG_LEVEL once, here, logs
-    only fatal errors (unless the user set a level), so that a lost cluster is
-    one line, not a "Failed to push error to driver" for every chunk.
-    """
+    The C++ core reads RAY_BACKEND_LOG_LEVEL once, here: "fatal" (unless the
+    user set one) makes a lost cluster one line, not a "Failed to push error
+    to driver" for every chunk."""
     from keras_nalu._startup import silenced_stderr
 
     ours = "RAY_BACKEND_LOG_LEVEL" not in os.environ
@@ -110,10 +101,23 @@ def _init(ray, address: str) -> None:
             os.environ.pop("RAY_BACKEND_LOG_LEVEL", None)
 
 
-def _endpoint(address: str) -> tuple[str, int]:
-    """The (host, port) a Ray address connects to first."""
+def _endpoint(address: str) -> tuple[str, int] | None:
+    """The (host, port) a Ray address connects to first; for `auto`, as Ray
+    itself finds it, or None where Ray finds it unchecked."""
     if address == "auto":
-        return _auto_endpoint()
+        try:
+            from ray._private.services import canonicalize_bootstrap_address
+        except ImportError:  # another Ray layout
+            return None
+        try:
+            address = canonicalize_bootstrap_address("auto")
+        except ConnectionError as error:
+            raise ClusterError(
+                f"no Ray cluster found for --ray-address auto ({first_line(error)}); "
+                "start one with `ray start --head`, or pass its HOST:PORT"
+            ) from None
+        if not address:
+            return None
     client = address.startswith("ray://")
     try:
         parts = urlsplit(address if client else f"//{address}")
@@ -126,22 +130,6 @@ def _endpoint(address: str) -> tuple[str, int]:
             "ray://HOST:PORT"
         )
     return host, port or (10001 if client else 6379)
-
-
-def _auto_endpoint() -> tuple[str, int] | None:
-    """Where `ray.init(address="auto")` will connect, as Ray itself finds it."""
-    try:
-        from ray._private.services import canonicalize_bootstrap_address
-    except ImportError:  # another Ray layout: Ray finds it, unchecked
-        return None
-    try:
-        address = canonicalize_bootstrap_address("auto")
-    except ConnectionError as error:
-        raise ClusterError(
-            f"no Ray cluster found for --ray-address auto ({first_line(error)}); "
-            "start one with `ray start --head`, or pass its HOST:PORT"
-        ) from None
-    return _endpoint(address) if address else None
 
 
 def _unreachable(endpoint: tuple[str, int]) -> OSError | None:
@@ -170,13 +158,9 @@ def _probe(address: str, endpoint) -> None:
 
 
 def _check_server(address: str, endpoint) -> None:
-    """Asks the server at `endpoint` once what it is, so a wrong port fails at once
-    (Ray would retry for 30 to 45 s, then time out without saying what answered).
-
-    One Ray Client ping tells apart a Ray Client server (it answers, or
-    refuses the token), another gRPC server such as the GCS (it does not know
-    the call) and a server that speaks no gRPC (the dashboard).
-    """
+    """Asks the server at `endpoint` what it is (one Ray Client ping), so that a
+    wrong port fails at once: Ray would retry for 30 to 45 s, then time out
+    without saying what answered."""
     if endpoint is None:
         return
     try:
@@ -269,15 +253,6 @@ def _check_token(address: str, endpoint) -> None:
 
 def _token_mode() -> str:
     return os.environ.get("RAY_AUTH_MODE", "").lower()
-
-
-def _gcs_endpoint(ray) -> tuple[str, int] | None:
-    """The GCS address of the Ray this process already joined, if it has one."""
-    try:
-        address = ray.get_runtime_context().gcs_address
-        return _endpoint(address)
-    except Exception:  # noqa: BLE001 - Ray Client, or no GCS address to watch
-        return None
 
 
 def first_line(error: BaseException) -> str:
