@@ -1,7 +1,6 @@
 """Sweeps on a Ray cluster: chunks as Ray tasks, their backups, their failures.
 
-The driver writes the rows of every finished chunk; each failure ends the
-sweep in one `ClusterError` line. The guide is docs/cluster.md.
+The guide, with every message a sweep on Ray prints, is docs/cluster.md.
 """
 
 from __future__ import annotations
@@ -21,12 +20,7 @@ from keras_nalu.errors import ArgumentError, literal
 from keras_nalu.sweeps.backup_folder import BackupFolder
 from keras_nalu.sweeps.chunks import Chunk, ChunkLimits, backed_up_chunks, backup_name
 from keras_nalu.sweeps.engines import stop_at_interrupt, stop_requested
-from keras_nalu.sweeps.ray_connection import (
-    LOST_AFTER,
-    ClusterError,
-    RayConnection,
-    first_line,
-)
+from keras_nalu.sweeps.ray_connection import ClusterError, RayConnection, first_line
 
 logger = logging.getLogger(__name__)
 
@@ -134,10 +128,10 @@ def run_on_ray(
     backups_asked: bool = True,
 ) -> None:
     """Trains `chunks` as Ray tasks, in order; the sweep's `on_rows` and
-    `on_steps` are called in the driver. `address`, `gpus_per_chunk` and
-    `backups_asked` are `SweepOptions`' (a missing backup folder is warned of
-    once); `limits.folder` is the backup folder or URL every node reaches,
-    or None. Ctrl-C asks the chunks to back up and stop (docs/cluster.md).
+    `on_steps` are called in the driver. `address` is `SweepOptions.ray_address`,
+    `backups_asked` `SweepOptions.backups` (then a missing backup folder is
+    warned of once); `limits.folder` is the backup folder or URL every node
+    reaches, or None. Ctrl-C asks the chunks to back up and stop (docs/cluster.md).
 
     Raises:
         ValueError: no node of the cluster has the GPUs a chunk asks for.
@@ -179,7 +173,7 @@ def run_on_ray(
             tasks.outcome() + ": rerun the same sweep to continue."
         ) from None
     except (ClusterError, ray.exceptions.RayError, ConnectionError) as error:
-        tasks.lost = tasks.lost or isinstance(error, _lost_errors(ray))
+        connection.lost = connection.lost or isinstance(error, _lost_errors(ray))
         raise ClusterError(
             _failure_message(ray, error, connection.address, tasks.outcome())
         ) from None
@@ -188,13 +182,13 @@ def run_on_ray(
 
 
 CANCEL_AGAIN = 5.0
-"""Seconds after which the chunks asked to stop at Ctrl-C are asked again (Ray's
-cancellation of a task just starting on a worker can be lost)."""
+"""Seconds after which chunks asked to stop at Ctrl-C are asked again: Ray's
+cancellation of a task just starting on a worker can be lost."""
 
 
 class RayTasks:
     """`run_on_ray`'s bookkeeping: the tasks pending, the chunks cancelled at
-    Ctrl-C, the rows written, and whether the cluster was lost."""
+    Ctrl-C, the rows written."""
 
     def __init__(self, ray, connection, results_path, backup_dir):
         self.ray = ray
@@ -204,15 +198,11 @@ class RayTasks:
         self.pending: dict = {}
         self.cancelled: list[Chunk] = []
         self.written = 0
-        self.lost = False
 
     def collect(self, on_rows, on_steps) -> None:
-        """Waits for every task, handing each chunk's rows to `on_rows`.
-
-        At Ctrl-C, asks the chunks to back up and stop (again every
-        `CANCEL_AGAIN` seconds), then raises `KeyboardInterrupt`; without a
-        backup folder, at once.
-        """
+        """Waits for every task, handing each chunk's rows to `on_rows`; at
+        Ctrl-C, asks the chunks to back up and stop (again every `CANCEL_AGAIN`
+        seconds; without a backup folder, stops at once)."""
         ray = self.ray
         asked = None  # when the chunks were last asked to stop
         while self.pending:
@@ -224,12 +214,7 @@ class RayTasks:
                     asked = time.monotonic()
             ready, _ = ray.wait(list(self.pending), num_returns=1, timeout=0.5)
             if not ready:
-                if self.connection.lost():
-                    self.lost = True
-                    raise ClusterError(
-                        f"lost the Ray cluster at {self.connection.address} "
-                        f"(nothing has answered there for {LOST_AFTER:g} s)"
-                    )
+                self.connection.watch()
                 continue
             try:
                 result = ray.get(ready[0])
@@ -243,22 +228,19 @@ class RayTasks:
             raise KeyboardInterrupt
 
     def _finished(self, chunk: Chunk, result: dict, on_rows, on_steps) -> None:
-        if result["resumed_from"]:
-            logger.info(
-                "chunk %s continued from its backup at step %d",
-                backup_name(chunk),
-                result["resumed_from"],
-            )
+        step = result["resumed_from"]
+        if step:
+            name = backup_name(chunk)
+            logger.info("chunk %s continued from its backup at step %d", name, step)
         on_rows(result["rows"])
         self.written += len(result["rows"])
-        resumed = min(result["resumed_from"] * chunk.replicas, chunk.steps)
+        resumed = min(step * chunk.replicas, chunk.steps)
         on_steps(resumed, False)  # trained before this sweep
         on_steps(chunk.steps - resumed)
 
     def outcome(self) -> str:
-        """The rows kept, the chunks left, and where those continue from: a
-        backup in the folder (read here, as the rerun will read it), or
-        their start."""
+        """The rows kept, the chunks left, and whether each continues from a
+        backup in the folder (read now, as the rerun will) or its start."""
         left = self.cancelled + list(self.pending.values())
         outcome = (
             f"{self.written} rows of this sweep are kept in {self.results_path}"
@@ -295,9 +277,8 @@ class RayTasks:
                 self.ray.cancel(reference, force=force)
 
     def close(self) -> None:
-        """Cancels the tasks left (unless the cluster is lost); ends Ray's
-        runtime if this sweep started it."""
-        if not self.lost:
+        """Cancels the tasks left, unless the cluster is lost; ends a Ray it started."""
+        if not self.connection.lost:
             self.cancel(force=True)
         if self.connection.started:
             self.ray.shutdown()
@@ -362,10 +343,8 @@ def backed_up_chunks_in(results_path: Path, backup_dir: str) -> list[tuple[Chunk
 def _lost_errors(ray) -> tuple[type, ...]:
     """Errors after which the cluster cannot cancel the tasks left."""
     names = ("LocalRayletDiedError", "RaySystemError")
-    return (
-        ConnectionError,
-        *(getattr(ray.exceptions, n, ConnectionError) for n in names),
-    )
+    errors = [getattr(ray.exceptions, name, ConnectionError) for name in names]
+    return (ConnectionError, *errors)
 
 
 def _failure_message(ray, error: BaseException, address: str, outcome: str) -> str:
@@ -389,14 +368,22 @@ def _failure_message(ray, error: BaseException, address: str, outcome: str) -> s
     return f"{failure}; {outcome}: {resume}."
 
 
-def _chunk_task(
-    chunk: Chunk, limits: ChunkLimits, driver_versions: dict[str, str]
-) -> dict:
+def _chunk_task(chunk: Chunk, limits: ChunkLimits, versions: dict[str, str]) -> dict:
     """One chunk in a Ray worker: its rows, and the step its backup stood at.
     Ray's cancellation (maybe more than once) backs the chunk up, then stops it."""
     from keras_nalu.sweeps.training import train_chunk
 
-    _check_versions(driver_versions)
+    here = _versions()
+    differ = [
+        f"{name} {here.get(name, 'missing')} (driver: {version})"
+        for name, version in versions.items()
+        if here.get(name) != version
+    ]
+    if differ:
+        raise RuntimeError(
+            f"the node at {socket.gethostname()} runs {', '.join(differ)}; every "
+            "node needs the driver's keras_nalu, Keras and backend versions"
+        )
     if limits.folder is None:
         return {"rows": train_chunk(chunk, progress=False), "resumed_from": 0}
     folder = BackupFolder(limits.folder)
@@ -429,20 +416,6 @@ def _versions() -> dict[str, str]:
     with contextlib.suppress(ImportError, AttributeError):
         versions[backend] = importlib.import_module(backend).__version__
     return versions
-
-
-def _check_versions(driver_versions: dict[str, str]) -> None:
-    here = _versions()
-    differ = [
-        f"{name} {here.get(name, 'missing')} (driver: {version})"
-        for name, version in driver_versions.items()
-        if here.get(name) != version
-    ]
-    if differ:
-        raise RuntimeError(
-            f"the node at {socket.gethostname()} runs {', '.join(differ)}; every "
-            "node needs the driver's keras_nalu, Keras and backend versions"
-        )
 
 
 __all__ = ["backed_up_chunks_in", "check_ray_arguments", "ray_options", "run_on_ray"]

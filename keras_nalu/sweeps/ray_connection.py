@@ -26,12 +26,14 @@ class ClusterError(RuntimeError):
 
 
 class RayConnection:
-    """This driver's link to a cluster, and the (host, port) that shows it lives."""
+    """This driver's link to a cluster, the (host, port) that shows it lives,
+    and whether it was lost (then its tasks cannot be cancelled)."""
 
     def __init__(self, address: str, started: bool, endpoint=None):
         self.address = address
         self.started = started
         self.endpoint = endpoint
+        self.lost = False
         self._failing_since = None
 
     @classmethod
@@ -47,8 +49,9 @@ class RayConnection:
             ray.init(address="local", include_dashboard=False, log_to_driver=False)
             return cls("this machine's Ray runtime", started=True)
         endpoint = _endpoint(address)
-        _probe(address, endpoint)
-        _check_server(address, endpoint)
+        if endpoint is not None:  # else Ray finds the address itself, unchecked
+            _probe(address, endpoint)
+            _check_server(address, endpoint)
         if not address.startswith("ray://") and address != "auto":
             _check_token(address, endpoint)
         try:
@@ -62,19 +65,24 @@ class RayConnection:
             ) from None
         return cls(address, started=True, endpoint=endpoint)
 
-    def lost(self) -> bool:
-        """Whether the cluster's address has refused connections for a while."""
-        if self.endpoint is None or _unreachable(self.endpoint) is None:
+    def watch(self) -> None:
+        """Raises a ClusterError once the address has refused connections for
+        `LOST_AFTER` seconds."""
+        try:
+            _probe(self.address, self.endpoint)
+        except ClusterError:
+            self._failing_since = self._failing_since or time.monotonic()
+            if time.monotonic() - self._failing_since >= LOST_AFTER:
+                self.lost = True
+                raise ClusterError(
+                    f"lost the Ray cluster at {self.address} "
+                    f"(nothing has answered there for {LOST_AFTER:g} s)"
+                ) from None
+        else:
             self._failing_since = None
-            return False
-        self._failing_since = self._failing_since or time.monotonic()
-        return time.monotonic() - self._failing_since >= LOST_AFTER
 
 
-CLIENT_ATTEMPTS = 3
-
-
-def _init(ray, address: str) -> None:
+def _init(ray, address: str, attempts: int = 3) -> None:
     """`ray.init` without Ray's notes, tried again where the Ray Client server
     that a loaded head node starts for this driver misses Ray's deadline.
 
@@ -86,13 +94,13 @@ def _init(ray, address: str) -> None:
     ours = "RAY_BACKEND_LOG_LEVEL" not in os.environ
     os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")
     try:
-        for attempt in range(1, CLIENT_ATTEMPTS + 1):
+        for attempt in range(1, attempts + 1):
             try:
                 with silenced_stderr():
                     ray.init(address=address, log_to_driver=False)
                 return
             except ConnectionAbortedError:
-                if not address.startswith("ray://") or attempt == CLIENT_ATTEMPTS:
+                if not address.startswith("ray://") or attempt == attempts:
                     raise
                 ray.shutdown()
                 time.sleep(2.0 * attempt)
@@ -132,37 +140,29 @@ def _endpoint(address: str) -> tuple[str, int] | None:
     return host, port or (10001 if client else 6379)
 
 
-def _unreachable(endpoint: tuple[str, int]) -> OSError | None:
-    """Why a TCP connection to `endpoint` failed, or None if it succeeded."""
+def _probe(address: str, endpoint) -> None:
+    """Refuses an `endpoint` (host, port) that a TCP connection cannot reach."""
+    if endpoint is None:
+        return
     try:
         socket.create_connection(endpoint, timeout=CONNECT_TIMEOUT).close()
     except OSError as error:
-        return error
-    return None
-
-
-def _probe(address: str, endpoint) -> None:
-    error = None if endpoint is None else _unreachable(endpoint)
-    if error is None:
-        return
-    if isinstance(error, socket.gaierror):
-        reason = f"unknown host {endpoint[0]}"
-    elif isinstance(error, TimeoutError):
-        reason = f"no answer within {CONNECT_TIMEOUT:g} s"
-    else:
-        reason = error.strerror or type(error).__name__
-    raise ClusterError(
-        f"cannot reach a Ray cluster at {address} ({reason}); check the "
-        "address, and that the cluster runs: `ray status` on its head node"
-    )
+        if isinstance(error, socket.gaierror):
+            reason = f"unknown host {endpoint[0]}"
+        elif isinstance(error, TimeoutError):
+            reason = f"no answer within {CONNECT_TIMEOUT:g} s"
+        else:
+            reason = error.strerror or type(error).__name__
+        raise ClusterError(
+            f"cannot reach a Ray cluster at {address} ({reason}); check the "
+            "address, and that the cluster runs: `ray status` on its head node"
+        ) from None
 
 
 def _check_server(address: str, endpoint) -> None:
     """Asks the server at `endpoint` what it is (one Ray Client ping), so that a
     wrong port fails at once: Ray would retry for 30 to 45 s, then time out
     without saying what answered."""
-    if endpoint is None:
-        return
     try:
         import grpc
         from ray._private.grpc_utils import init_grpc_channel
