@@ -369,8 +369,8 @@ def _failure_message(ray, error: BaseException, address: str, outcome: str) -> s
 
 
 def _chunk_task(chunk: Chunk, limits: ChunkLimits, versions: dict[str, str]) -> dict:
-    """One chunk in a Ray worker: its rows, and the step its backup stood at.
-    Ray's cancellation (maybe more than once) backs the chunk up, then stops it."""
+    """One chunk in a Ray worker with the driver's `versions`: its rows, and the
+    step its backup stood at. Ray's cancellation backs it up, then stops it."""
     from keras_nalu.sweeps.training import train_chunk
 
     here = _versions()
