@@ -1,9 +1,5 @@
-"""Row-by-row checks of a results CSV, so a malformed row is named by its line.
-
-pandas fills a row that was cut short with empty cells and counts it; these
-checks run first and refuse such a row, naming its line, so that no summary
-ever counts half a run.
-"""
+"""Row-by-row checks of a results CSV, so a malformed row is named by its line
+before pandas fills a row cut short with empty cells and counts it."""
 
 from __future__ import annotations
 

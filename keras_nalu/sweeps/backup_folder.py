@@ -1,9 +1,4 @@
-"""A Ray sweep's backup folder: a path every node mounts, or an fsspec URL.
-
-The chunks in training on a Ray cluster are backed up there, and whichever
-worker picks a chunk up again (Ray's retry after a lost worker, or a later
-sweep) continues it from there.
-"""
+"""A Ray sweep's backup folder: a path every node mounts, or an fsspec URL."""
 
 from __future__ import annotations
 

@@ -1,11 +1,4 @@
-"""Chunks of a sweep: seeds of one recipe trained together, and their backups.
-
-A sweep's configurations × seeds are cut into `Chunk`s (`plan_chunks`),
-consecutive chunks may train side by side as a `Pack` (`pack_chunks`), and
-each chunk in training is backed up to a file of its own (`backup_name`,
-`ChunkLimits`), beside the results file (`chunk_backup`) or in a Ray
-sweep's backup folder. `keras_nalu.sweeps.training` trains them.
-"""
+"""Chunks of a sweep (seeds of one recipe trained together), packs, backups."""
 
 from __future__ import annotations
 
@@ -51,6 +44,13 @@ class Chunk:
         ]
 
     @property
+    def pairs(self) -> set[tuple[str, int]]:
+        """The `(config id, seed)` pairs of the chunk's runs."""
+        return {
+            (config_id(config), seed) for config, seeds in self.parts for seed in seeds
+        }
+
+    @property
     def replicas(self) -> int:
         return sum(len(seeds) for _, seeds in self.parts)
 
@@ -64,10 +64,8 @@ class Chunk:
 class Pack:
     """Chunks of different recipes trained side by side in one compiled program.
 
-    Each chunk keeps its own replica run, evaluations, backup and rows
-    (`train_chunks`); only the program that takes their steps is shared, so
-    they share a device's cost per step (JAX engine,
-    `ReplicaRun.train_together`).
+    Each chunk keeps its own run, evaluations, backup and rows; only the
+    program that takes their steps is shared (`ReplicaRun.train_together`).
     """
 
     chunks: tuple[Chunk, ...]
@@ -198,10 +196,8 @@ def backup_name(chunk: Chunk) -> str:
 
 
 def chunk_backup(results_path: str | os.PathLike, chunk: Chunk) -> Path:
-    """Where a sweep backs up a chunk in training: beside its results file.
-
-    `<results>.backup/<config id>-<first seed>-<digest>.npz`, one file per
-    chunk (`backup_name`), deleted once the chunk has finished training.
+    """Where a sweep backs up a chunk in training: `<results>.backup/`
+    `backup_name(chunk)`, deleted once the chunk has finished training.
 
     Example:
 
@@ -215,15 +211,8 @@ def chunk_backup(results_path: str | os.PathLike, chunk: Chunk) -> Path:
 def backup_files(
     results_path: str | os.PathLike, folder: str | os.PathLike | None = None
 ) -> list[Path]:
-    """Every `.npz` file in the backup folder of a results file, in name order.
-
-    The chunks' backups (`chunk_backup`) and any other `.npz` file put
-    there; none where the folder does not exist.
-
-    Args:
-        results_path: the sweep's results file.
-        folder: the folder of the backups, if not `<results>.backup/`.
-    """
+    """Every `.npz` file in `folder` (default: the backup folder of a results
+    file, `<results>.backup/`), in name order; none if it does not exist."""
     folder = backup_folder(results_path) if folder is None else Path(folder)
     return sorted(folder.glob("*.npz")) if folder.is_dir() else []
 
@@ -231,21 +220,12 @@ def backup_files(
 def backed_up_chunks(
     results_path: str | os.PathLike, folder: str | os.PathLike | None = None
 ) -> list[tuple[Chunk, str]]:
-    """The chunks whose backups lie beside a results file, with their engines.
+    """`[(chunk, engine), ...]` of the backups in `backup_files`, by file name.
 
-    Each `<results>.backup/*.npz` file (see `chunk_backup`) names its runs;
-    they are regrouped into the `Chunk` that wrote it, so a sweep can
-    continue that chunk even when it plans its seeds in other chunks (another
-    `chunk_size`, more seeds). Files that are unreadable, or not named as
-    that chunk's backup, are left out (and left alone).
-
-    Args:
-        results_path: the sweep's results file.
-        folder: the folder of the backups, if not `<results>.backup/` (a
-            Ray sweep's `backup_dir`).
-
-    Returns:
-        `[(chunk, engine), ...]`, in file-name order.
+    Each backup names its runs; they are regrouped into the `Chunk` that
+    wrote it, so a sweep can continue that chunk even when it cuts its seeds
+    otherwise (another `chunk_size`, more seeds). Files that are unreadable,
+    or not named as that chunk's backup, are left out (and left alone).
     """
     from keras_nalu.sweeps.engines.backup import backup_runs
 
@@ -276,24 +256,16 @@ def backed_up_chunks(
 def remove_finished_backups(
     results_path: str | os.PathLike, done: set[tuple[str, int]]
 ) -> list[Path]:
-    """Deletes the chunk backups beside a results file whose runs all have rows.
+    """Deletes, and returns, the chunk backups beside a results file whose
+    runs all have rows (`done`: its `(config id, seed)` pairs).
 
-    A chunk that finished deletes its own backup; this removes the backups
-    such a chunk left where it trained without them (`backup_every=None`)
-    or was cut otherwise, so that none is reported as in training. Only
-    files named as a chunk's backup (`backed_up_chunks`) are removed.
-
-    Args:
-        results_path: the sweep's results file.
-        done: its `(config id, seed)` pairs that have rows.
-
-    Returns:
-        The files removed.
+    A finished chunk deletes its own backup; these are the ones it left where
+    it trained without backups or was cut otherwise, so that none is
+    reported as in training. Only chunks' backups (`backed_up_chunks`) go.
     """
     removed = []
     for chunk, _ in backed_up_chunks(results_path):
-        pairs = {(config_id(c), s) for c, seeds in chunk.parts for s in seeds}
-        if pairs <= done:
+        if chunk.pairs <= done:
             path = chunk_backup(results_path, chunk)
             path.unlink(missing_ok=True)
             removed.append(path)
@@ -306,11 +278,9 @@ class ChunkLimits:
 
     Attributes:
         folder: the folder of the chunks' backups, one file per chunk
-            (`backup_name`): beside the results file (`chunk_backup`), or a
-            Ray sweep's `backup_dir`; None for no backups.
-        backup_every: seconds between two backups of a chunk.
-        deadline: a `time.monotonic()` time at which the chunks stop (see
-            `TrainingLimits`); None for no limit.
+            (`backup_name`): beside the results file, or a Ray sweep's
+            `backup_dir`; None for no backups.
+        backup_every, deadline: as for `TrainingLimits`.
     """
 
     folder: str | os.PathLike | None = None

@@ -1,22 +1,4 @@
-"""The grid of a sweep: its syntax, its configurations and its seeds.
-
-A sweep is the Cartesian product of some `ExperimentConfig` fields' values
-(the grid) times a list of seeds.
-
-Grid syntax (the `keras-nalu sweep --grid` flag and `parse_grid`):
-
-- `KEY=V1,V2,...`: one field, several values (`model=nmu,nau`,
-  `hidden_size=2,4,8`, `sparsity=none,10`); commas inside brackets belong to
-  the value (`interpolation_range=U[1,2],U[10,20]`);
-- `KEY1:KEY2=A1:B1,A2:B2`: fields that change together, e.g. the paired
-  ranges of Madsen & Johansen (2020), Fig. 3,
-  `interpolation_range:extrapolation_range=U[1,2]:U[2,6],U[10,20]:U[20,40]`;
-- a single value fixes a field for the whole sweep (`iterations=50000`).
-
-A JSON grid file holds the same as an object: `{"model": ["nmu", "nau"],
-"interpolation_range:extrapolation_range": [["U[1,2]", "U[2,6]"]]}`.
-Seeds are given apart, as `"0-99"` or `"0,3,7-9"` (`parse_seeds`).
-"""
+"""The grid of a sweep (syntax: docs/sweeps.md), its configurations, its seeds."""
 
 from __future__ import annotations
 

@@ -1,27 +1,5 @@
-"""Chunk sizes that finish inside a wall-clock budget, from measured step times.
-
-Machine time often comes in calls of a fixed length (a GPU lent for ten
-minutes at a time, a batch job's wall time). A chunk that stops at the end of
-a call leaves a backup that must travel to the next machine; a chunk that
-finishes leaves only its rows. `sweep_within` trains a sweep in chunks sized
-so that each one finishes before a deadline:
-
-1. The time of one step of a chunk of R replicas of a recipe (the model and
-   its training, `keras_nalu.sweeps.engines.RECIPE_FIELDS`) on this device is
-   read from the rows the results file already holds (their `wall_time`
-   over `iterations`, evaluation and compiling included), else measured by
-   a short run of a few evaluation intervals (`measure_step_time`).
-2. The chunk size is the largest number of replicas, up to the requested
-   one, whose predicted time fits in the time left, with a margin
-   (`StepTimes.largest_within`); a guess beyond the sizes measured is
-   measured before it is used.
-3. No chunk starts whose predicted time exceeds the time left. Where not even
-   one replica fits, the recipe's chunks train as requested, with backups,
-   stopping at the deadline, and the next call continues them.
-
-Every finished chunk writes its rows at once (`run_sweep`), and a line says
-so.
-"""
+"""Chunk sizes that finish inside a wall-clock budget, from measured step times
+(`sweep_within`; the steps are told in docs/architecture.md)."""
 
 from __future__ import annotations
 
