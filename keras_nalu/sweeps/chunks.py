@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -81,11 +82,8 @@ class Pack:
 
 
 def pack_chunks(chunks: Sequence[Chunk], replicas: int) -> list[Chunk | Pack]:
-    """Consecutive chunks packed together, up to `replicas` replicas a pack.
-
-    The chunks keep their order; a chunk of a preset that cannot be
-    vectorized, or larger than `replicas` on its own, stays alone, and a
-    pack of one chunk is that chunk. `replicas` = 0 packs nothing.
+    """Consecutive chunks packed together, up to `replicas` (0: none) a pack;
+    a chunk that cannot be vectorized, or larger alone, stays alone.
 
     Example:
 
@@ -125,12 +123,10 @@ def plan_chunks(
 ) -> list[Chunk]:
     """Chunks of at most `chunk_size` seeds per configuration, minus `done`.
 
-    The chunks are cut from the full seed list before finished pairs are
-    removed, so a resumed sweep trains the same replica groups. With
-    `batch`, chunks of configurations that share their recipe (model and
-    training, `keras_nalu.sweeps.engines.RECIPE_FIELDS`) and differ only in
-    the task are then packed together, up to `chunk_size` replicas a chunk,
-    so that one vectorized run fills a GPU.
+    Cut from the full seed list before `done` is removed, so a resumed sweep
+    trains the same replica groups. With `batch`, chunks of one recipe
+    (`keras_nalu.sweeps.engines.RECIPE_FIELDS`) are then packed together, up
+    to `chunk_size` replicas a chunk.
 
     Example:
 
@@ -178,10 +174,8 @@ def _packed(chunks: list[Chunk], chunk_size: int) -> list[Chunk]:
 
 
 def backup_name(chunk: Chunk) -> str:
-    """The file name of a chunk's backup: `<config id>-<first seed>-<digest>.npz`.
-
-    The digest covers every config and seed of the chunk, so two chunks never
-    share a name, and the same chunk always gets the same one.
+    """The file name of a chunk's backup: `<config id>-<first seed>-<digest>.npz`,
+    the digest of every config and seed of the chunk.
 
     Example:
 
@@ -237,18 +231,14 @@ def backed_up_chunks(
             runs, engine = backup_runs(file)
         except ValueError:
             continue
-        parts: list[tuple[ExperimentConfig, list[int]]] = []
-        for run in runs:
-            config = dataclasses.replace(run, seed=0)
-            if parts and parts[-1][0] == config:
-                parts[-1][1].append(run.seed)
-            else:
-                parts.append((config, [run.seed]))
-        if not parts:
-            continue
-        (config, seeds), *more = parts
-        chunk = Chunk(config, tuple(seeds), tuple((c, tuple(s)) for c, s in more))
-        if file.name == backup_name(chunk):
+        parts = [
+            (config, tuple(run.seed for run in group))
+            for config, group in itertools.groupby(
+                runs, key=lambda run: dataclasses.replace(run, seed=0)
+            )
+        ]
+        chunk = Chunk(*parts[0], tuple(parts[1:])) if parts else None
+        if chunk is not None and file.name == backup_name(chunk):
             found.append((chunk, engine))
     return found
 

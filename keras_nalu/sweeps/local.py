@@ -41,10 +41,10 @@ SECOND_CTRL_C = (
 MEASURED_PACK_REPLICAS: dict[str, int] = {}
 """The replicas a pack holds by default on each device kind (`device_name`).
 
-Only what a committed probe table measured may be here (packed chunks
-faster than one at a time, and every bit as alone; a test checks it); a
-device not listed packs nothing unless told (docs: Backends, "Filling a
-GPU")."""
+Only what a committed probe table measured may be here: packed chunks
+faster than one at a time, and every bit as alone (`benchmarks/probe_table.py`'s
+`measured_packing` of `benchmarks/results/**/probe.json`; a test checks it).
+A device not listed packs nothing unless told."""
 
 
 def default_pack_replicas() -> int:
@@ -122,11 +122,10 @@ class FillingOptions:
         if self.command_buffers:  # first: XLA reads them when JAX starts
             self.prepare_process()
         processes = self.processes_per_device
-        check_positive_int("run_sweep", "processes_per_device", processes)
+        for name in ("processes_per_device", "chunks_per_device", "unroll"):
+            check_positive_int("run_sweep", name, getattr(self, name))
         if self.pack_replicas is not None:
             check_non_negative_int("run_sweep", "pack_replicas", self.pack_replicas)
-        check_positive_int("run_sweep", "chunks_per_device", self.chunks_per_device)
-        check_positive_int("run_sweep", "unroll", self.unroll)
         if ray_address is not None:
             self._check_ray()
         if processes != 1 and self.chunks_per_device != 1:
@@ -271,10 +270,7 @@ def filling_options(args) -> dict:
     """`run_sweep`'s arguments from the flags of `add_filling_flags`, with
     this process prepared for them before JAX starts (`prepare_process`)."""
     options = FillingOptions(
-        chunks_per_device=args.chunks_per_device,
-        pack_replicas=args.pack_replicas,
-        processes_per_device=args.processes_per_device,
-        unroll=args.unroll,
+        **{name: getattr(args, name) for name in _ASKS_NOTHING},
         command_buffers=args.xla_command_buffers,
     )
     options.prepare_process()
@@ -305,12 +301,10 @@ def train_locally(
     common = (on_rows, on_steps, limits, chunk_seconds, filling.unroll)
     # Ctrl-C: every chunk in training backs up at its next evaluation, then
     # KeyboardInterrupt; a second one ends the process, whatever it does.
-    interrupts = stop_at_interrupt(end_process=SECOND_CTRL_C)
-    if filling.processes_per_device > 1 and len(chunks) > 1:
-        with interrupts:
+    with stop_at_interrupt(end_process=SECOND_CTRL_C):
+        if filling.processes_per_device > 1 and len(chunks) > 1:
             train_in_processes(chunks, filling.processes_per_device, *common)
-        return
-    with interrupts:
+            return
         devices = local_devices()
         if filling.chunks_per_device > 1:  # JAX_ONLY: the JAX engine
             import jax

@@ -117,9 +117,8 @@ class SweepOptions:
     def limits(self, results_path: Path) -> ChunkLimits:
         """The chunks' `ChunkLimits`, the deadline from now: their backups beside
         the results file (`backup_folder`), or on Ray in `backup_dir`."""
-        deadline = None
-        if self.time_limit is not None:
-            deadline = time.monotonic() + self.time_limit
+        limit = self.time_limit
+        deadline = None if limit is None else time.monotonic() + limit
         if not self.backups:
             return ChunkLimits(deadline=deadline)
         here = self.ray_address is None
@@ -129,20 +128,12 @@ class SweepOptions:
 
 def _check_limits(backup_every, time_limit, ray_address) -> None:
     """Refuses a negative limit, or a time limit without backups here."""
-    if backup_every is not None and not backup_every >= 0:
-        raise ArgumentError(
-            "run_sweep",
-            "backup_every",
-            backup_every,
-            requirement="be None or >= 0 seconds",
-        )
-    if time_limit is None:
-        return
-    if not time_limit >= 0:
-        raise ArgumentError(
-            "run_sweep", "time_limit", time_limit, requirement="be None or >= 0 seconds"
-        )
-    if backup_every is None or ray_address is not None:
+    for name, value in (("backup_every", backup_every), ("time_limit", time_limit)):
+        if value is not None and not value >= 0:
+            raise ArgumentError(
+                "run_sweep", name, value, requirement="be None or >= 0 seconds"
+            )
+    if time_limit is not None and (backup_every is None or ray_address is not None):
         raise ArgumentError(
             "run_sweep",
             "time_limit",

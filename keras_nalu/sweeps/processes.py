@@ -7,6 +7,7 @@ import contextlib
 import os
 import queue
 import traceback
+from unittest import mock
 
 from keras_nalu._startup import SPAWNED
 from keras_nalu.sweeps.engines import TimeLimitReached, stop_requested
@@ -46,13 +47,10 @@ def train_in_processes(
             if stop_requested():
                 stop.set()
             try:
-                message = messages.get(timeout=1.0)
+                kind, index, *rest = messages.get(timeout=1.0)
             except queue.Empty:
-                message = None
-            if message is None:
                 _check_alive(workers, running, started, stopped)
                 continue
-            kind, index, *rest = message
             if kind == "ready":
                 started.add(index)
                 unit = None
@@ -107,25 +105,12 @@ def _started_workers(context, processes: int, units: int, options: dict) -> list
             kwargs=options,
             daemon=True,
         )
-        with _spawning():
+        # a process that knows a sweep spawned it does not repeat TensorFlow's
+        # start-up lines
+        with mock.patch.dict(os.environ, {SPAWNED: "1"}):
             worker.start()
         workers.append((worker, tasks))
     return workers
-
-
-@contextlib.contextmanager
-def _spawning():
-    """The processes started within it know a sweep spawned them (`SPAWNED`),
-    so they do not each repeat TensorFlow's start-up lines."""
-    before = os.environ.get(SPAWNED)
-    os.environ[SPAWNED] = "1"
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ[SPAWNED]
-        else:
-            os.environ[SPAWNED] = before
 
 
 def _check_alive(workers, running, started, stopped) -> None:

@@ -139,6 +139,11 @@ def _foreign(path: Path, reason: str) -> ValueError:
     )
 
 
+def done_pairs(table: pd.DataFrame) -> set[tuple[str, int]]:
+    """The `(config id, seed)` pairs of a results table's rows."""
+    return set(zip(table["config_id"].astype(str), table["seed"].astype(int)))
+
+
 def check_results_path(path: str | os.PathLike) -> Path:
     """`path` as a `Path`; a folder is refused (and left untouched)."""
     path = Path(path)
@@ -262,16 +267,15 @@ def results_lock(path: Path):
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         lock = _locked(lock_path, path)
-    except OSError as error:
+    except (OSError, ValueError) as error:
         _remove_empty(made)
+        if isinstance(error, ValueError):
+            raise
         raise ValueError(
             f"cannot create the lock file {lock_path} "
             f"({error.strerror or type(error).__name__}); pass a results path "
             "in a folder you can write to"
         ) from None
-    except ValueError:
-        _remove_empty(made)
-        raise
     try:
         yield
     finally:
@@ -320,6 +324,7 @@ __all__ = [
     "check_results_path",
     "config_id",
     "config_of_row",
+    "done_pairs",
     "read_results",
     "record_row",
     "results_cell",

@@ -42,6 +42,7 @@ from keras_nalu.sweeps.results import (
     append_results,
     check_results_path,
     config_id,
+    done_pairs,
     read_results,
     results_lock,
 )
@@ -120,15 +121,11 @@ def run_sweep(
     seeds = parse_seeds(seeds)
     path = _checked_results_file(results_path, options)
     limits = options.limits(path)
-    group_by = (
-        _grid_group_keys(normalize_grid(grid))
-        if isinstance(grid, Mapping)
-        else _group_keys(configs)
-    )
+    group_by = _group_keys(grid, configs)
     with results_lock(path):
         appender = ResultsAppender(path, on_chunk)
         planned_pairs = {(config_id(c), s) for c in configs for s in seeds}
-        done = _done_pairs(appender.table)
+        done = done_pairs(appender.table)
         backups = None
         if limits.folder is not None:
             backups = _backups(path, options.backup_dir)
@@ -147,16 +144,10 @@ def run_sweep(
         table["config_id"].astype(str).isin({config_id(c) for c in configs})
         & table["seed"].isin(seeds)
     ].reset_index(drop=True)
-    left = (chunk_backup(path, chunk) for chunk in chunks)
+    left = tuple(b for b in (chunk_backup(path, c) for c in chunks) if b.is_file())
     skipped = len(planned_pairs & done)
     return SweepOutcome(
-        path,
-        mine,
-        appender.new_rows,
-        skipped,
-        group_by,
-        complete,
-        tuple(backup for backup in left if backup.is_file()),
+        path, mine, appender.new_rows, skipped, group_by, complete, left
     )
 
 
@@ -215,7 +206,7 @@ class ResultsAppender:
         frames = [self.table, new] if len(self.table) else [new]
         self.table = pd.concat(frames, ignore_index=True)
         self.new_rows += len(rows)
-        remove_finished_backups(self.path, _done_pairs(self.table))
+        remove_finished_backups(self.path, done_pairs(self.table))
         if self.on_chunk is not None:
             self.on_chunk(rows)
 
@@ -306,12 +297,8 @@ def plan_sweep(
     configs = _sweep_configs(grid)
     seeds = parse_seeds(seeds)
     path = check_results_path(results_path)
-    done = _done_pairs(read_results(path))
+    done = done_pairs(read_results(path))
     return _plan(configs, seeds, chunk_size, done, _backups(path))
-
-
-def _done_pairs(table: pd.DataFrame) -> set[tuple[str, int]]:
-    return set(zip(table["config_id"].astype(str), table["seed"].astype(int)))
 
 
 def _backups(path: Path, backup_dir=None) -> list[tuple[Chunk, str]]:
@@ -360,19 +347,15 @@ def _sweep_configs(grid) -> list[ExperimentConfig]:
     return [dataclasses.replace(c, seed=0) for c in configs]
 
 
-def _grid_group_keys(grid) -> tuple[str, ...]:
-    """operation, model, then every other field the grid varies."""
-    varied = [key for keys, values in grid.items() if len(values) > 1 for key in keys]
-    return tuple(dict.fromkeys(["operation", "model", *varied]))
-
-
-def _group_keys(configs: Sequence[ExperimentConfig]) -> tuple[str, ...]:
-    """operation, model, then every other field the configurations vary."""
-    varied = [
-        field
-        for field in CONFIG_FIELDS
-        if field != "seed" and len({getattr(c, field) for c in configs}) > 1
-    ]
+def _group_keys(grid, configs: Sequence[ExperimentConfig]) -> tuple[str, ...]:
+    """operation, model, then every other field the grid (or the list of
+    configurations) varies."""
+    if isinstance(grid, Mapping):
+        grid = normalize_grid(grid)
+        varied = [key for keys, rows in grid.items() if len(rows) > 1 for key in keys]
+    else:
+        fields = [field for field in CONFIG_FIELDS if field != "seed"]
+        varied = [f for f in fields if len({getattr(c, f) for c in configs}) > 1]
     return tuple(dict.fromkeys(["operation", "model", *varied]))
 
 

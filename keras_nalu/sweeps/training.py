@@ -115,11 +115,8 @@ def train_unit(unit, on_rows, on_steps, limits, unroll=1):
 def raise_stopped(stopped: list, left: int) -> None:
     """Raises where the units `stopped`, or the deadline with `left` units."""
     if not stopped and left:
-        stopped = [
-            TimeLimitReached(
-                f"the sweep stopped at its time limit with {left} chunks left"
-            )
-        ]
+        message = f"the sweep stopped at its time limit with {left} chunks left"
+        stopped = [TimeLimitReached(message)]
     if stopped:
         raise stopped_together(stopped)
 
