@@ -103,13 +103,12 @@ def pack_chunks(chunks: Sequence[Chunk], replicas: int) -> list[Chunk | Pack]:
             current.clear()
 
     for chunk in chunks:
-        if not replicas or not vectorizable(chunk.config):
-            close()
-            units.append(chunk)
-            continue
-        if current and sum(c.replicas for c in current) + chunk.replicas > replicas:
+        alone = not replicas or not vectorizable(chunk.config)
+        if alone or sum(c.replicas for c in current) + chunk.replicas > replicas:
             close()
         current.append(chunk)
+        if alone:
+            close()
     close()
     return units
 

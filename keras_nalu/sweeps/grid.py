@@ -38,13 +38,12 @@ def _split_values(text: str) -> list[str]:
 
 def _convert(key: str, value):
     """A grid value in the type of the `ExperimentConfig` field `key`."""
-    default, annotation = _DEFAULTS[key]
-    if default is not None:
-        kind = type(default)
-    else:  # an optional field: its annotation names the type
-        kind = int if "int" in annotation else float
     if not isinstance(value, str):
         return value
+    default, annotation = _DEFAULTS[key]
+    kind = type(default)
+    if default is None:  # an optional field: its annotation names the type
+        kind = int if "int" in annotation else float
     text = value.strip()
     if default is None and text.lower() in ("none", "null", ""):
         return None
@@ -76,13 +75,8 @@ def _check_keys(keys: Sequence[str]) -> None:
 
 
 def parse_grid(items: Iterable[str]) -> dict[tuple[str, ...], list[tuple]]:
-    """Reads `KEY=V1,V2` and `KEY1:KEY2=A1:B1,A2:B2` items into a grid.
-
-    Args:
-        items: the `--grid` strings.
-
-    Returns:
-        `{(key, ...): [(value, ...), ...]}` with typed values.
+    """Reads `--grid` items, `KEY=V1,V2` and `KEY1:KEY2=A1:B1,A2:B2`, into a
+    grid: `{(key, ...): [(value, ...), ...]}` of typed values.
 
     Example:
 
@@ -165,19 +159,12 @@ def load_grid_file(path: str | os.PathLike) -> dict[tuple[str, ...], list[tuple]
 
 
 MAX_SEEDS = 1_000_000
-"""The most seeds one seed list may name (a typo such as 0-1000000000 would
-otherwise fill the memory before anything else happens)."""
+"""The most seeds one seed list may name (not a typo's 0-1000000000)."""
 
 
 def parse_seeds(spec: str | Iterable[int], owner: str = "sweep") -> list[int]:
-    """Seeds from `"0-99"`, `"0,3,7-9"` or a list of integers.
-
-    Args:
-        spec: the seed list.
-        owner: who asks, for the messages (`"sweep"`, `"mnist"`).
-
-    Returns:
-        The seeds, in the order given.
+    """Seeds from `"0-99"`, `"0,3,7-9"` or a list of integers, in the order
+    given; `owner` (`"sweep"`, `"mnist"`) is who asks, in the messages.
 
     Raises:
         ValueError: a malformed list, a seed below 0 or twice, an empty

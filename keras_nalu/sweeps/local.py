@@ -332,13 +332,7 @@ def _train_chunks(chunks, on_rows, on_steps, limits, chunk_seconds=None, unroll=
 
 
 def _train_on_devices(
-    chunks,
-    devices,
-    on_rows,
-    on_steps,
-    limits,
-    chunk_seconds=None,
-    unroll=1,
+    chunks, devices, on_rows, on_steps, limits, chunk_seconds=None, unroll=1
 ):
     """One chunk per device at a time (a device listed twice: two), each in a
     thread pinned to its device; only this thread writes rows. Past the

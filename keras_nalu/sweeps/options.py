@@ -35,22 +35,16 @@ class SweepOptions:
         chunk_seconds: with `time_limit`, a chunk's predicted wall time: no
             chunk starts that is predicted to end after the limit
             (`keras_nalu.sweeps.planning`). Chunks are not packed then.
-        ray_address: None trains the chunks here; `"local"` starts a Ray
-            runtime on this machine for this sweep (even beside a `ray
-            start` cluster), `"auto"`, `HOST:PORT` or
-            `ray://HOST:PORT` joins a cluster (an initialized Ray is used as
-            is). Chunks become Ray tasks (`keras_nalu.sweeps.cluster`); this
-            process writes the file. A lost cluster or a failed chunk raises
-            `ClusterError` with the finished chunks' rows written.
-        backup_dir: with `ray_address`, the folder the chunks in training
-            are backed up to, which every node mounts, or an fsspec URL
-            (`s3://bucket/sweep`, ...); the worker that picks a chunk up
-            continues it from there. None: no backups on Ray (a warning says
-            so once).
+        ray_address: None trains the chunks here; `"local"` (a runtime of
+            this sweep's own), `"auto"`, `HOST:PORT` or `ray://HOST:PORT`
+            makes each chunk a Ray task (`keras_nalu.sweeps.cluster`; docs:
+            Running on a cluster); this process writes the file.
+        backup_dir: with `ray_address`, the folder every node mounts, or the
+            fsspec URL, the chunks in training are backed up to; None: no
+            backups on Ray (a warning says so once).
         gpus_per_chunk: with `ray_address`, the GPUs each chunk asks Ray
             for: 1 a GPU each, 0.25 four chunks a GPU, 0 none (default).
-        filling: how a sweep trained here fills a device (`FillingOptions`:
-            threads, packs, processes, unrolled loops, command buffers).
+        filling: how a sweep trained here fills a device (`FillingOptions`).
 
     Example:
 

@@ -24,15 +24,8 @@ from keras_nalu.sweeps.chunks import (
     plan_chunks,
     remove_finished_backups,
 )
-from keras_nalu.sweeps.cluster import (
-    backed_up_chunks_in,
-    run_on_ray,
-)
-from keras_nalu.sweeps.engines import (
-    TimeLimitReached,
-    engine_class,
-    engine_name,
-)
+from keras_nalu.sweeps.cluster import backed_up_chunks_in, run_on_ray
+from keras_nalu.sweeps.engines import TimeLimitReached, engine_class, engine_name
 from keras_nalu.sweeps.grid import grid_configs, normalize_grid, parse_seeds
 from keras_nalu.sweeps.local import train_locally
 from keras_nalu.sweeps.options import SweepOptions
