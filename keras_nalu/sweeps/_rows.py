@@ -1,9 +1,5 @@
-"""Row-by-row checks of a results CSV, so a malformed row is named by its line.
-
-pandas fills a row that was cut short with empty cells and counts it; these
-checks run first and refuse such a row, naming its line, so that no summary
-ever counts half a run.
-"""
+"""Row-by-row checks of a results CSV, so a malformed row is named by its line
+before pandas fills a row cut short with empty cells and counts it."""
 
 from __future__ import annotations
 
@@ -19,16 +15,14 @@ CONFIG_ID = re.compile(r"^c[0-9a-f]{12}$")
 
 
 def row_lines(path: str | os.PathLike) -> list[int]:
-    """The line on which each data row of the CSV at `path` starts.
-
-    Blank lines are skipped, as pandas skips them.
+    """The line on which each data row of the CSV at `path` starts (blank
+    lines skipped, as pandas skips them).
 
     Raises:
         ValueError: the file is not UTF-8 text, is empty, breaks the CSV
-            quoting rules, has a row whose field count differs from the
-            header's, or ends in a row without its line break (a row cut
-            inside its last field looks complete otherwise); the message
-            names the line and says what to do.
+            quoting rules, has a row of another field count than the header,
+            or a last row without its line break (it may be cut short); the
+            message names the line and says what to do.
     """
     try:
         with open(path, encoding="utf-8", newline="") as handle:

@@ -1,9 +1,4 @@
-"""A Ray sweep's backup folder: a path every node mounts, or an fsspec URL.
-
-The chunks in training on a Ray cluster are backed up there, and whichever
-worker picks a chunk up again (Ray's retry after a lost worker, or a later
-sweep) continues it from there.
-"""
+"""A Ray sweep's backup folder: a path every node mounts, or an fsspec URL."""
 
 from __future__ import annotations
 
@@ -40,45 +35,35 @@ class BackupFolder:
                 backup_dir,
                 requirement="be a folder or a URL",
             )
+        told = literal(repr(text))
+
+        def refused(problem: str) -> ArgumentError:
+            return ArgumentError("", "backup_dir", text, problem=problem, received={})
+
         if "://" not in text:
             path = Path(text).expanduser().absolute()
             try:
                 path.mkdir(parents=True, exist_ok=True)
             except OSError as error:
-                raise ArgumentError(
-                    "",
-                    "backup_dir",
-                    text,
-                    problem=f"cannot create {{backup_dir}} {literal(repr(text))} "
-                    f"({literal(error.strerror or type(error).__name__)}); pass a "
-                    "folder every node of the cluster can write to",
-                    received={},
+                why = literal(error.strerror or type(error).__name__)
+                raise refused(
+                    f"cannot create {{backup_dir}} {told} ({why}); pass a folder "
+                    "every node of the cluster can write to"
                 ) from None
             return cls(str(path))
         try:
             import fsspec  # noqa: F401
         except ImportError:
-            raise ArgumentError(
-                "",
-                "backup_dir",
-                text,
-                problem=f"{{backup_dir}} {literal(repr(text))} is a URL, which needs "
-                "fsspec: pip install fsspec and the file system's package (s3fs, "
-                "gcsfs, ...)",
-                received={},
+            raise refused(
+                f"{{backup_dir}} {told} is a URL, which needs fsspec: pip install "
+                "fsspec and the file system's package (s3fs, gcsfs, ...)"
             ) from None
         try:
             folder = cls(text)
             folder.fs.makedirs(folder.root, exist_ok=True)
         except Exception as error:  # noqa: BLE001 - any file system's refusal
-            raise ArgumentError(
-                "",
-                "backup_dir",
-                text,
-                problem=f"cannot open {{backup_dir}} {literal(repr(text))} "
-                f"({literal(first_line(error))})",
-                received={},
-            ) from None
+            why = literal(first_line(error))
+            raise refused(f"cannot open {{backup_dir}} {told} ({why})") from None
         return folder
 
     def names(self) -> list[str]:

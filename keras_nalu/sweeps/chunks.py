@@ -1,16 +1,10 @@
-"""Chunks of a sweep: seeds of one recipe trained together, and their backups.
-
-A sweep's configurations × seeds are cut into `Chunk`s (`plan_chunks`),
-consecutive chunks may train side by side as a `Pack` (`pack_chunks`), and
-each chunk in training is backed up to a file of its own (`backup_name`,
-`ChunkLimits`), beside the results file (`chunk_backup`) or in a Ray
-sweep's backup folder. `keras_nalu.sweeps.training` trains them.
-"""
+"""Chunks of a sweep (seeds of one recipe trained together), packs, backups."""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -51,6 +45,13 @@ class Chunk:
         ]
 
     @property
+    def pairs(self) -> set[tuple[str, int]]:
+        """The `(config id, seed)` pairs of the chunk's runs."""
+        return {
+            (config_id(config), seed) for config, seeds in self.parts for seed in seeds
+        }
+
+    @property
     def replicas(self) -> int:
         return sum(len(seeds) for _, seeds in self.parts)
 
@@ -64,10 +65,8 @@ class Chunk:
 class Pack:
     """Chunks of different recipes trained side by side in one compiled program.
 
-    Each chunk keeps its own replica run, evaluations, backup and rows
-    (`train_chunks`); only the program that takes their steps is shared, so
-    they share a device's cost per step (JAX engine,
-    `ReplicaRun.train_together`).
+    Each chunk keeps its own run, evaluations, backup and rows; only the
+    program that takes their steps is shared (`ReplicaRun.train_together`).
     """
 
     chunks: tuple[Chunk, ...]
@@ -83,11 +82,8 @@ class Pack:
 
 
 def pack_chunks(chunks: Sequence[Chunk], replicas: int) -> list[Chunk | Pack]:
-    """Consecutive chunks packed together, up to `replicas` replicas a pack.
-
-    The chunks keep their order; a chunk of a preset that cannot be
-    vectorized, or larger than `replicas` on its own, stays alone, and a
-    pack of one chunk is that chunk. `replicas` = 0 packs nothing.
+    """Consecutive chunks packed together, up to `replicas` (0: none) a pack;
+    a chunk that cannot be vectorized, or larger alone, stays alone.
 
     Example:
 
@@ -107,13 +103,12 @@ def pack_chunks(chunks: Sequence[Chunk], replicas: int) -> list[Chunk | Pack]:
             current.clear()
 
     for chunk in chunks:
-        if not replicas or not vectorizable(chunk.config):
-            close()
-            units.append(chunk)
-            continue
-        if current and sum(c.replicas for c in current) + chunk.replicas > replicas:
+        alone = not replicas or not vectorizable(chunk.config)
+        if alone or sum(c.replicas for c in current) + chunk.replicas > replicas:
             close()
         current.append(chunk)
+        if alone:
+            close()
     close()
     return units
 
@@ -127,12 +122,10 @@ def plan_chunks(
 ) -> list[Chunk]:
     """Chunks of at most `chunk_size` seeds per configuration, minus `done`.
 
-    The chunks are cut from the full seed list before finished pairs are
-    removed, so a resumed sweep trains the same replica groups. With
-    `batch`, chunks of configurations that share their recipe (model and
-    training, `keras_nalu.sweeps.engines.RECIPE_FIELDS`) and differ only in
-    the task are then packed together, up to `chunk_size` replicas a chunk,
-    so that one vectorized run fills a GPU.
+    Cut from the full seed list before `done` is removed, so a resumed sweep
+    trains the same replica groups. With `batch`, chunks of one recipe
+    (`keras_nalu.sweeps.engines.RECIPE_FIELDS`) are then packed together, up
+    to `chunk_size` replicas a chunk.
 
     Example:
 
@@ -180,10 +173,8 @@ def _packed(chunks: list[Chunk], chunk_size: int) -> list[Chunk]:
 
 
 def backup_name(chunk: Chunk) -> str:
-    """The file name of a chunk's backup: `<config id>-<first seed>-<digest>.npz`.
-
-    The digest covers every config and seed of the chunk, so two chunks never
-    share a name, and the same chunk always gets the same one.
+    """The file name of a chunk's backup: `<config id>-<first seed>-<digest>.npz`,
+    the digest of every config and seed of the chunk.
 
     Example:
 
@@ -198,10 +189,8 @@ def backup_name(chunk: Chunk) -> str:
 
 
 def chunk_backup(results_path: str | os.PathLike, chunk: Chunk) -> Path:
-    """Where a sweep backs up a chunk in training: beside its results file.
-
-    `<results>.backup/<config id>-<first seed>-<digest>.npz`, one file per
-    chunk (`backup_name`), deleted once the chunk has finished training.
+    """Where a sweep backs up a chunk in training: `<results>.backup/`
+    `backup_name(chunk)`, deleted once the chunk has finished training.
 
     Example:
 
@@ -215,15 +204,8 @@ def chunk_backup(results_path: str | os.PathLike, chunk: Chunk) -> Path:
 def backup_files(
     results_path: str | os.PathLike, folder: str | os.PathLike | None = None
 ) -> list[Path]:
-    """Every `.npz` file in the backup folder of a results file, in name order.
-
-    The chunks' backups (`chunk_backup`) and any other `.npz` file put
-    there; none where the folder does not exist.
-
-    Args:
-        results_path: the sweep's results file.
-        folder: the folder of the backups, if not `<results>.backup/`.
-    """
+    """Every `.npz` file in `folder` (default: the backup folder of a results
+    file, `<results>.backup/`), in name order; none if it does not exist."""
     folder = backup_folder(results_path) if folder is None else Path(folder)
     return sorted(folder.glob("*.npz")) if folder.is_dir() else []
 
@@ -231,21 +213,12 @@ def backup_files(
 def backed_up_chunks(
     results_path: str | os.PathLike, folder: str | os.PathLike | None = None
 ) -> list[tuple[Chunk, str]]:
-    """The chunks whose backups lie beside a results file, with their engines.
+    """`[(chunk, engine), ...]` of the backups in `backup_files`, by file name.
 
-    Each `<results>.backup/*.npz` file (see `chunk_backup`) names its runs;
-    they are regrouped into the `Chunk` that wrote it, so a sweep can
-    continue that chunk even when it plans its seeds in other chunks (another
-    `chunk_size`, more seeds). Files that are unreadable, or not named as
-    that chunk's backup, are left out (and left alone).
-
-    Args:
-        results_path: the sweep's results file.
-        folder: the folder of the backups, if not `<results>.backup/` (a
-            Ray sweep's `backup_dir`).
-
-    Returns:
-        `[(chunk, engine), ...]`, in file-name order.
+    Each backup names its runs; they are regrouped into the `Chunk` that
+    wrote it, so a sweep can continue that chunk even when it cuts its seeds
+    otherwise (another `chunk_size`, more seeds). Files that are unreadable,
+    or not named as that chunk's backup, are left out (and left alone).
     """
     from keras_nalu.sweeps.engines.backup import backup_runs
 
@@ -257,18 +230,14 @@ def backed_up_chunks(
             runs, engine = backup_runs(file)
         except ValueError:
             continue
-        parts: list[tuple[ExperimentConfig, list[int]]] = []
-        for run in runs:
-            config = dataclasses.replace(run, seed=0)
-            if parts and parts[-1][0] == config:
-                parts[-1][1].append(run.seed)
-            else:
-                parts.append((config, [run.seed]))
-        if not parts:
-            continue
-        (config, seeds), *more = parts
-        chunk = Chunk(config, tuple(seeds), tuple((c, tuple(s)) for c, s in more))
-        if file.name == backup_name(chunk):
+        parts = [
+            (config, tuple(run.seed for run in group))
+            for config, group in itertools.groupby(
+                runs, key=lambda run: dataclasses.replace(run, seed=0)
+            )
+        ]
+        chunk = Chunk(*parts[0], tuple(parts[1:])) if parts else None
+        if chunk is not None and file.name == backup_name(chunk):
             found.append((chunk, engine))
     return found
 
@@ -276,24 +245,16 @@ def backed_up_chunks(
 def remove_finished_backups(
     results_path: str | os.PathLike, done: set[tuple[str, int]]
 ) -> list[Path]:
-    """Deletes the chunk backups beside a results file whose runs all have rows.
+    """Deletes, and returns, the chunk backups beside a results file whose
+    runs all have rows (`done`: its `(config id, seed)` pairs).
 
-    A chunk that finished deletes its own backup; this removes the backups
-    such a chunk left where it trained without them (`backup_every=None`)
-    or was cut otherwise, so that none is reported as in training. Only
-    files named as a chunk's backup (`backed_up_chunks`) are removed.
-
-    Args:
-        results_path: the sweep's results file.
-        done: its `(config id, seed)` pairs that have rows.
-
-    Returns:
-        The files removed.
+    A finished chunk deletes its own backup; these are the ones it left where
+    it trained without backups or was cut otherwise, so that none is
+    reported as in training. Only chunks' backups (`backed_up_chunks`) go.
     """
     removed = []
     for chunk, _ in backed_up_chunks(results_path):
-        pairs = {(config_id(c), s) for c, seeds in chunk.parts for s in seeds}
-        if pairs <= done:
+        if chunk.pairs <= done:
             path = chunk_backup(results_path, chunk)
             path.unlink(missing_ok=True)
             removed.append(path)
@@ -306,11 +267,9 @@ class ChunkLimits:
 
     Attributes:
         folder: the folder of the chunks' backups, one file per chunk
-            (`backup_name`): beside the results file (`chunk_backup`), or a
-            Ray sweep's `backup_dir`; None for no backups.
-        backup_every: seconds between two backups of a chunk.
-        deadline: a `time.monotonic()` time at which the chunks stop (see
-            `TrainingLimits`); None for no limit.
+            (`backup_name`): beside the results file, or a Ray sweep's
+            `backup_dir`; None for no backups.
+        backup_every, deadline: as for `TrainingLimits`.
     """
 
     folder: str | os.PathLike | None = None

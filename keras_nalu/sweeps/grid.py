@@ -1,22 +1,4 @@
-"""The grid of a sweep: its syntax, its configurations and its seeds.
-
-A sweep is the Cartesian product of some `ExperimentConfig` fields' values
-(the grid) times a list of seeds.
-
-Grid syntax (the `keras-nalu sweep --grid` flag and `parse_grid`):
-
-- `KEY=V1,V2,...`: one field, several values (`model=nmu,nau`,
-  `hidden_size=2,4,8`, `sparsity=none,10`); commas inside brackets belong to
-  the value (`interpolation_range=U[1,2],U[10,20]`);
-- `KEY1:KEY2=A1:B1,A2:B2`: fields that change together, e.g. the paired
-  ranges of Madsen & Johansen (2020), Fig. 3,
-  `interpolation_range:extrapolation_range=U[1,2]:U[2,6],U[10,20]:U[20,40]`;
-- a single value fixes a field for the whole sweep (`iterations=50000`).
-
-A JSON grid file holds the same as an object: `{"model": ["nmu", "nau"],
-"interpolation_range:extrapolation_range": [["U[1,2]", "U[2,6]"]]}`.
-Seeds are given apart, as `"0-99"` or `"0,3,7-9"` (`parse_seeds`).
-"""
+"""The grid of a sweep (syntax: docs/sweeps.md), its configurations, its seeds."""
 
 from __future__ import annotations
 
@@ -56,13 +38,12 @@ def _split_values(text: str) -> list[str]:
 
 def _convert(key: str, value):
     """A grid value in the type of the `ExperimentConfig` field `key`."""
-    default, annotation = _DEFAULTS[key]
-    if default is not None:
-        kind = type(default)
-    else:  # an optional field: its annotation names the type
-        kind = int if "int" in annotation else float
     if not isinstance(value, str):
         return value
+    default, annotation = _DEFAULTS[key]
+    kind = type(default)
+    if default is None:  # an optional field: its annotation names the type
+        kind = int if "int" in annotation else float
     text = value.strip()
     if default is None and text.lower() in ("none", "null", ""):
         return None
@@ -94,13 +75,8 @@ def _check_keys(keys: Sequence[str]) -> None:
 
 
 def parse_grid(items: Iterable[str]) -> dict[tuple[str, ...], list[tuple]]:
-    """Reads `KEY=V1,V2` and `KEY1:KEY2=A1:B1,A2:B2` items into a grid.
-
-    Args:
-        items: the `--grid` strings.
-
-    Returns:
-        `{(key, ...): [(value, ...), ...]}` with typed values.
+    """Reads `--grid` items, `KEY=V1,V2` and `KEY1:KEY2=A1:B1,A2:B2`, into a
+    grid: `{(key, ...): [(value, ...), ...]}` of typed values.
 
     Example:
 
@@ -183,19 +159,12 @@ def load_grid_file(path: str | os.PathLike) -> dict[tuple[str, ...], list[tuple]
 
 
 MAX_SEEDS = 1_000_000
-"""The most seeds one seed list may name (a typo such as 0-1000000000 would
-otherwise fill the memory before anything else happens)."""
+"""The most seeds one seed list may name (not a typo's 0-1000000000)."""
 
 
 def parse_seeds(spec: str | Iterable[int], owner: str = "sweep") -> list[int]:
-    """Seeds from `"0-99"`, `"0,3,7-9"` or a list of integers.
-
-    Args:
-        spec: the seed list.
-        owner: who asks, for the messages (`"sweep"`, `"mnist"`).
-
-    Returns:
-        The seeds, in the order given.
+    """Seeds from `"0-99"`, `"0,3,7-9"` or a list of integers, in the order
+    given; `owner` (`"sweep"`, `"mnist"`) is who asks, in the messages.
 
     Raises:
         ValueError: a malformed list, a seed below 0 or twice, an empty

@@ -1,28 +1,7 @@
 """Chunks trained on this machine: one after the other, or side by side.
 
-`train_locally` trains a sweep's chunks here: one after the other, or, on
-the JAX engine with several local devices (or `chunks_per_device` > 1), one
-chunk per device at a time in threads pinned to their devices. Only the
-calling thread writes rows (`on_rows`); past the deadline of the sweep's
-`ChunkLimits`, no chunk starts and the chunks in training stop after
-their backups (`TimeLimitReached`).
-
-Small chunks leave a GPU partly idle: a step's time grows far more slowly
-than the replicas it trains (`benchmarks/results/gpu/summary.md`). Besides
-the threads, three ways fill it, each giving every chunk the rows it gives
-alone (`FillingOptions`):
-
-- `pack_replicas`: consecutive chunks of different recipes, up to that many
-  replicas, train side by side in one compiled program (`pack_chunks`,
-  `train_chunks`; JAX engine); `default_pack_replicas` is the default;
-- `processes_per_device`: that many processes per device, each training its
-  own chunk (`keras_nalu.sweeps.processes`; spawned, so each has its own
-  JAX; GPU memory is taken as needed, `XLA_PYTHON_CLIENT_PREALLOCATE=false`,
-  unless `XLA_PYTHON_CLIENT_MEM_FRACTION` gives each process its share);
-- `unroll`: steps per iteration of the compiled loop (`ReplicaRun`);
-
-and XLA's command buffers, which `FillingOptions.prepared` sets before JAX
-starts.
+The ways to fill a device (`FillingOptions`) are told in docs/backends.md,
+"Filling a GPU".
 """
 
 from __future__ import annotations
@@ -37,14 +16,12 @@ from keras_nalu.errors import ArgumentError
 from keras_nalu.sweeps.chunks import ChunkLimits, pack_chunks
 from keras_nalu.sweeps.engines import TimeLimitReached, stop_at_interrupt
 from keras_nalu.sweeps.engines.device import local_devices, worker_environment
-from keras_nalu.sweeps.engines.loop import stopped_together
 from keras_nalu.sweeps.engines.run import MAX_UNROLL
 from keras_nalu.sweeps.processes import train_in_processes
-from keras_nalu.sweeps.training import fits, train_unit
+from keras_nalu.sweeps.training import fits, raise_stopped, train_unit
 
 JAX_ONLY = ("chunks_per_device", "pack_replicas", "unroll")
-"""The ways to fill a device that only the JAX engine has (`FillingOptions`):
-another engine refuses them, and their flags' help says "JAX engine"."""
+"""The ways to fill a device (`FillingOptions`) only the JAX engine has."""
 
 # What each way takes to ask for nothing (None: the default, decided later).
 _ASKS_NOTHING = {
@@ -58,30 +35,21 @@ SECOND_CTRL_C = (
     "run_sweep: stopped at once by a second Ctrl-C; the chunks in training lose "
     "what they trained since their last backup"
 )
-"""What a sweep trained here prints as a second Ctrl-C ends its process
-(`stop_at_interrupt`): a `KeyboardInterrupt` could not stop the threads
-that train, nor XLA compiling."""
+"""A sweep's last words as a second Ctrl-C ends its process
+(`stop_at_interrupt`): nothing else stops its threads, nor XLA compiling."""
 
 MEASURED_PACK_REPLICAS: dict[str, int] = {}
 """The replicas a pack holds by default on each device kind (`device_name`).
 
-Only the probe's table may put a device here: where a committed table
-(`benchmarks/gpu_probe.sh`, `benchmarks/results/**/probe.json`) measured
-packed chunks faster than one chunk at a time on that device, and packed
-steps every bit as steps alone, the pack size it measured
-(`benchmarks/probe_table.py`'s `measured_packing`; a test checks that this
-is what the committed tables give). A device not listed packs nothing
-unless told: no GPU has a committed table yet, and on the 2-core CPU a pack
-trained slower than one chunk at a time (docs: Backends, "Filling a GPU")."""
+Only what a committed probe table measured may be here: packed chunks
+faster than one at a time, and every bit as alone (`benchmarks/probe_table.py`'s
+`measured_packing` of `benchmarks/results/**/probe.json`; a test checks it).
+A device not listed packs nothing unless told."""
 
 
 def default_pack_replicas() -> int:
-    """The replicas `run_sweep` packs chunks up to, unless told: by device.
-
-    `MEASURED_PACK_REPLICAS` of this device kind on the JAX engine; 0 (no
-    packing) on a device the probe's committed tables do not list, and on an
-    engine that cannot pack.
-    """
+    """The replicas `run_sweep` packs chunks up to, unless told: this device
+    kind's `MEASURED_PACK_REPLICAS` on the JAX engine, else 0 (none)."""
     import keras
 
     if keras.backend.backend() != "jax":
@@ -104,10 +72,8 @@ def on_accelerator() -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class FillingOptions:
-    """How a sweep trained here fills a device: `run_sweep`'s arguments.
-
-    Each way gives every chunk the rows it gives trained alone (docs:
-    Backends, "Filling a GPU").
+    """How a sweep trained here fills a device; each way gives every chunk
+    the rows it gives trained alone (docs: Backends, "Filling a GPU").
 
     Attributes:
         chunks_per_device: on the JAX engine, how many chunks train side by
@@ -115,10 +81,8 @@ class FillingOptions:
             to fill an accelerator alone. On Ray, use `gpus_per_chunk`.
         pack_replicas: on the JAX engine, consecutive chunks of different
             recipes train side by side in one compiled program, up to this
-            many replicas together (`pack_chunks`), so the chunks share a
-            GPU's cost per step. None: `default_pack_replicas()`
-            (what the probe measured on this device kind; none yet: 0);
-            0: no packing.
+            many replicas together (`pack_chunks`). None:
+            `default_pack_replicas()`; 0: no packing.
         processes_per_device: processes training chunks (or packs) side by
             side on each device, each its own; they take GPU memory as they
             need it, or `XLA_PYTHON_CLIENT_MEM_FRACTION` each if that is
@@ -146,12 +110,8 @@ class FillingOptions:
     command_buffers: bool = False
 
     def prepared(self, ray_address: str | None = None) -> FillingOptions:
-        """The options checked for a sweep, and what JAX reads at start set.
-
-        XLA's command-buffer flags are set first; with
-        `processes_per_device`, this process takes no GPU memory up front
-        either (`worker_environment`); `pack_replicas` None becomes the
-        device's default (none on Ray, where each chunk is a task).
+        """The options checked, this process prepared (`prepare_process`), and
+        `pack_replicas` None the device's default (none on Ray).
 
         Raises:
             ValueError: a count out of range, threads and processes
@@ -162,11 +122,10 @@ class FillingOptions:
         if self.command_buffers:  # first: XLA reads them when JAX starts
             self.prepare_process()
         processes = self.processes_per_device
-        check_positive_int("run_sweep", "processes_per_device", processes)
+        for name in ("processes_per_device", "chunks_per_device", "unroll"):
+            check_positive_int("run_sweep", name, getattr(self, name))
         if self.pack_replicas is not None:
             check_non_negative_int("run_sweep", "pack_replicas", self.pack_replicas)
-        check_positive_int("run_sweep", "chunks_per_device", self.chunks_per_device)
-        check_positive_int("run_sweep", "unroll", self.unroll)
         if ray_address is not None:
             self._check_ray()
         if processes != 1 and self.chunks_per_device != 1:
@@ -194,13 +153,8 @@ class FillingOptions:
         return dataclasses.replace(self, pack_replicas=pack_replicas)
 
     def prepare_process(self) -> None:
-        """Sets what JAX reads when it starts here, for these options.
-
-        XLA's command-buffer flags (`command_buffers`), and with
-        `processes_per_device`, no GPU memory taken up front by this process
-        either (`worker_environment`). `prepared` calls it; the CLI calls it
-        as it reads its flags, before anything starts JAX.
-        """
+        """Sets what JAX reads when it starts here: XLA's command-buffer flags,
+        and with `processes_per_device`, no GPU memory taken up front."""
         if self.command_buffers:
             from keras_nalu.sweeps.engines.device import use_command_buffers
 
@@ -208,27 +162,24 @@ class FillingOptions:
         if self.processes_per_device > 1:
             _no_memory_up_front()
 
-    def _asked(self, names) -> dict:
-        """The options of `names` that ask for something, with their values."""
-        return {
+    def _refuse(self, names, problem: str) -> None:
+        """Refuses the options of `names` that ask for something."""
+        asked = {
             name: getattr(self, name)
             for name in names
             if getattr(self, name) not in (None, _ASKS_NOTHING[name])
         }
+        if asked:
+            name, value = next(iter(asked.items()))
+            raise ArgumentError("", name, value, problem=problem, received=asked)
 
     def _check_ray(self) -> None:
         """Refuses the ways that only a sweep trained here has."""
-        asked = self._asked(("pack_replicas", "processes_per_device", "unroll"))
-        if asked:
-            raise ArgumentError(
-                "",
-                next(iter(asked)),
-                next(iter(asked.values())),
-                problem="On Ray, each chunk is a task of its own, trained alone: "
-                "packs, processes and unrolled loops are ways of a sweep trained "
-                "here",
-                received=asked,
-            )
+        self._refuse(
+            ("pack_replicas", "processes_per_device", "unroll"),
+            "On Ray, each chunk is a task of its own, trained alone: packs, "
+            "processes and unrolled loops are ways of a sweep trained here",
+        )
         if self.chunks_per_device != 1:
             raise ArgumentError(
                 "run_sweep",
@@ -240,26 +191,18 @@ class FillingOptions:
 
     def _check_engine(self, engine) -> None:
         """Refuses the ways of the JAX engine (`JAX_ONLY`) on another engine."""
-        asked = self._asked(JAX_ONLY)
-        if asked and not engine.supports_packing:
-            raise ArgumentError(
-                "",
-                next(iter(asked)),
-                next(iter(asked.values())),
-                problem=f"The {engine.engine} engine trains one chunk at a time, "
-                "alone: chunks side by side in threads, packs and unrolled loops "
-                "need the JAX engine (KERAS_BACKEND=jax)",
-                received=asked,
+        if not engine.supports_packing:
+            self._refuse(
+                JAX_ONLY,
+                f"The {engine.engine} engine trains one chunk at a time, alone: "
+                "chunks side by side in threads, packs and unrolled loops need "
+                "the JAX engine (KERAS_BACKEND=jax)",
             )
 
 
 def _refuse_a_script_run_again() -> None:
-    """Refuses a sweep that a process of `processes_per_device` starts again.
-
-    The processes are spawned: each imports the script that started the
-    sweep again, as the module `__mp_main__`. A script whose sweep runs
-    outside `if __name__ == "__main__":` would start it again in each.
-    """
+    """Refuses a sweep run again by a spawned process of `processes_per_device`
+    (it imports the script as `__mp_main__`)."""
     frame = inspect.currentframe()
     while frame is not None:
         module = frame.f_globals.get("__name__")
@@ -290,11 +233,8 @@ def _no_memory_up_front() -> None:
 
 
 def add_filling_flags(parser) -> None:
-    """The command-line flags of `run_sweep`'s ways to fill a device.
-
-    `keras-nalu sweep` and `benchmarks/paper.py` take them;
-    `filling_options(args)` reads them back as a `FillingOptions`.
-    """
+    """The flags of the ways to fill a device (`keras-nalu sweep`,
+    `benchmarks/paper.py`); `filling_options(args)` reads them back."""
     helps = {
         "chunks_per_device": "chunks trained side by side on each device, for "
         "chunks too small to fill an accelerator (on Ray: --gpus-per-chunk; "
@@ -327,18 +267,10 @@ def add_filling_flags(parser) -> None:
 
 
 def filling_options(args) -> dict:
-    """`run_sweep`'s arguments from the flags of `add_filling_flags`.
-
-    What must be set before JAX starts (building an `ExperimentConfig`
-    does) is set here: XLA's flags of `--xla-command-buffers`, and with
-    `--processes-per-device`, no GPU memory taken up front by this process
-    either (`worker_environment`).
-    """
+    """`run_sweep`'s arguments from the flags of `add_filling_flags`, with
+    this process prepared for them before JAX starts (`prepare_process`)."""
     options = FillingOptions(
-        chunks_per_device=args.chunks_per_device,
-        pack_replicas=args.pack_replicas,
-        processes_per_device=args.processes_per_device,
-        unroll=args.unroll,
+        **{name: getattr(args, name) for name in _ASKS_NOTHING},
         command_buffers=args.xla_command_buffers,
     )
     options.prepare_process()
@@ -353,19 +285,11 @@ def train_locally(
     filling: FillingOptions | None = None,
     chunk_seconds=None,
 ):
-    """Trains `chunks` here; `on_rows` gets each chunk's rows, `on_steps` progress.
+    """Trains `chunks` here, in order; `on_rows` gets each chunk's rows and
+    `on_steps` the progress, in this thread.
 
-    Args:
-        chunks: the chunks, in order.
-        on_rows, on_steps: the sweep's callbacks (rows to write, seed-steps
-            done: `on_steps(steps, trained=True)`, `trained` False for steps
-            not trained here), called in this thread.
-        limits: the folder of the chunks' backups (None for none), how
-            often, and the sweep's deadline (`ChunkLimits`).
-        filling: how to fill a device (`FillingOptions.prepared`); None for
-            one chunk at a time, alone.
-        chunk_seconds: a chunk's predicted wall time, or None (then no
-            chunks are packed: their time together is not predicted).
+    `filling` (prepared) None trains one chunk at a time, alone; with
+    `chunk_seconds` (`SweepOptions`) no chunks are packed.
 
     Raises:
         TimeLimitReached: the sweep stopped at the deadline with chunks left.
@@ -377,12 +301,10 @@ def train_locally(
     common = (on_rows, on_steps, limits, chunk_seconds, filling.unroll)
     # Ctrl-C: every chunk in training backs up at its next evaluation, then
     # KeyboardInterrupt; a second one ends the process, whatever it does.
-    interrupts = stop_at_interrupt(end_process=SECOND_CTRL_C)
-    if filling.processes_per_device > 1 and len(chunks) > 1:
-        with interrupts:
+    with stop_at_interrupt(end_process=SECOND_CTRL_C):
+        if filling.processes_per_device > 1 and len(chunks) > 1:
             train_in_processes(chunks, filling.processes_per_device, *common)
-        return
-    with interrupts:
+            return
         devices = local_devices()
         if filling.chunks_per_device > 1:  # JAX_ONLY: the JAX engine
             import jax
@@ -410,22 +332,12 @@ def _train_chunks(chunks, on_rows, on_steps, limits, chunk_seconds=None, unroll=
 
 
 def _train_on_devices(
-    chunks,
-    devices,
-    on_rows,
-    on_steps,
-    limits,
-    chunk_seconds=None,
-    unroll=1,
+    chunks, devices, on_rows, on_steps, limits, chunk_seconds=None, unroll=1
 ):
-    """One chunk per device at a time, each in a thread pinned to its device.
-
-    JAX runs the threads' computations side by side; only this thread writes
-    the results (`on_rows`). A device listed twice trains two chunks at a
-    time. Past the deadline, no thread starts another chunk, and the chunks in
-    training stop after their backups; the finished chunks' rows are written
-    first, then `TimeLimitReached` is raised.
-    """
+    """One chunk per device at a time (a device listed twice: two), each in a
+    thread pinned to its device; only this thread writes rows. Past the
+    deadline no thread starts a chunk, and `TimeLimitReached` follows the
+    finished chunks' rows."""
     import queue
     import threading
 
@@ -480,7 +392,4 @@ def _train_on_devices(
             on_rows(outcome)
     for thread in threads:
         thread.join()
-    if not stopped and not todo.empty():
-        stopped = [TimeLimitReached("the sweep stopped at its time limit")]
-    if stopped:
-        raise stopped_together(stopped)
+    raise_stopped(stopped, todo.qsize())

@@ -1,27 +1,5 @@
-"""Chunk sizes that finish inside a wall-clock budget, from measured step times.
-
-Machine time often comes in calls of a fixed length (a GPU lent for ten
-minutes at a time, a batch job's wall time). A chunk that stops at the end of
-a call leaves a backup that must travel to the next machine; a chunk that
-finishes leaves only its rows. `sweep_within` trains a sweep in chunks sized
-so that each one finishes before a deadline:
-
-1. The time of one step of a chunk of R replicas of a recipe (the model and
-   its training, `keras_nalu.sweeps.engines.RECIPE_FIELDS`) on this device is
-   read from the rows the results file already holds (their `wall_time`
-   over `iterations`, evaluation and compiling included), else measured by
-   a short run of a few evaluation intervals (`measure_step_time`).
-2. The chunk size is the largest number of replicas, up to the requested
-   one, whose predicted time fits in the time left, with a margin
-   (`StepTimes.largest_within`); a guess beyond the sizes measured is
-   measured before it is used.
-3. No chunk starts whose predicted time exceeds the time left. Where not even
-   one replica fits, the recipe's chunks train as requested, with backups,
-   stopping at the deadline, and the next call continues them.
-
-Every finished chunk writes its rows at once (`run_sweep`), and a line says
-so.
-"""
+"""Chunk sizes that finish inside a wall-clock budget, from measured step times
+(`sweep_within`; the steps are told in docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -40,14 +18,13 @@ from keras_nalu.sweeps.engines.loop import BACKUP_EVERY
 #: The share of the time left that a planned chunk may use.
 MARGIN = 0.8
 
-#: The replicas of the first measurement, and how much larger each next one
-#: may be.
+#: The replicas of the first measurement, how much larger each next one may
+#: be, and how many there may be (`plan_chunk_size`).
 FIRST_MEASURED = 64
 GROWTH = 8
 MEASUREMENTS = 3
 
-#: Evaluation intervals a measurement trains: the first compiles, the rest
-#: are timed.
+#: Evaluation intervals a measurement trains: the first compiles.
 MEASURED_INTERVALS = 3
 
 
@@ -64,13 +41,11 @@ def _step_fields(config: ExperimentConfig) -> tuple:
 class StepTimes:
     """Seconds per step of a chunk of R replicas, of one recipe on one device.
 
-    `per_replicas` maps R to the seconds of one step of R replicas trained
-    together (evaluation included); `overhead` is what a chunk spends before
-    its first step (building, compiling, the threshold). Between two measured
-    sizes the time is interpolated linearly; below the smallest it is taken
-    as the smallest's, beyond the largest as growing in proportion to R. Both
-    overestimate, as a step of R replicas costs a fixed part plus a part per
-    replica.
+    `per_replicas` maps R to the seconds of one step of R replicas
+    (evaluation included); `overhead` is what a chunk spends before its
+    first step. Between measured sizes the time is interpolated linearly,
+    below them the smallest's, beyond them growing in proportion to R: both
+    overestimate, as a step costs a fixed part plus a part per replica.
 
     Example:
 
@@ -124,12 +99,9 @@ class StepTimes:
 def step_times_from_results(
     table: pd.DataFrame, config: ExperimentConfig, device: str, engine: str
 ) -> StepTimes:
-    """The step times that earlier chunks of `config`'s recipe took here.
-
-    Rows of the same recipe (any length), engine and device count; a chunk's
-    seconds per step are its `wall_time` over its `iterations` (its whole
-    time, compiling included), the slowest chunk of each size kept.
-    """
+    """The step times earlier chunks of `config`'s recipe (any length) took
+    on this engine and device: `wall_time` over `iterations`, the slowest
+    chunk of each size."""
     times = StepTimes()
     if table.empty or "wall_time" not in table:
         return times
@@ -155,15 +127,9 @@ def step_times_from_results(
 def measure_step_time(
     config: ExperimentConfig, replicas: int, intervals: int = MEASURED_INTERVALS
 ) -> tuple[float, float]:
-    """Seconds per step of a chunk of `replicas`, and its start-up seconds.
-
-    Trains `replicas` seeds of `config` for `intervals` evaluation intervals
-    (nothing is written); the first interval compiles, the others are timed.
-
-    Returns:
-        `(seconds per step, overhead)`: the overhead is the time before the
-        first step plus what the first interval took beyond a timed one.
-    """
+    """`(seconds per step, overhead)` of a chunk of `replicas` of `config`,
+    trained for `intervals` evaluation intervals (nothing is written): the
+    first compiles, the others are timed; the overhead is the rest."""
     from keras_nalu.sweeps.chunks import Chunk
     from keras_nalu.sweeps.training import train_chunk
 
@@ -199,17 +165,12 @@ def plan_chunk_size(
     ),
     log: Callable[[str], None] = print,
 ) -> int:
-    """The chunk size of `config`'s recipe that finishes by `deadline`.
+    """The replicas (≤ `cap`; 0: not even one) of a chunk of `config`'s recipe
+    that finishes by `deadline` (a `time.monotonic()` time).
 
-    Known step times come first. Without any, `FIRST_MEASURED` replicas (or
-    `cap`, if fewer) are measured; where the sizes measured so far put the
-    answer beyond twice the largest of them, one larger size (at most
-    `GROWTH` times the largest) is measured too, at most `MEASUREMENTS` in
-    all. The time measuring takes counts against `deadline` (a
-    `time.monotonic()` time).
-
-    Returns:
-        The number of replicas, or 0 if not even one replica fits.
+    Known step times first; without any, `FIRST_MEASURED` replicas are
+    measured, and where the answer lies beyond twice the largest size
+    measured, a larger one (at most `GROWTH` times), `MEASUREMENTS` in all.
     """
     steps = total_steps(config)
 
@@ -249,24 +210,16 @@ def sweep_within(
 ) -> bool:
     """Trains the runs `results_path` lacks in chunks that finish by `deadline`.
 
-    Configurations are taken recipe by recipe, in their order; each recipe's
-    chunk size comes from `plan_chunk_size` (at most `chunk_size`), and a
-    chunk starts only if it is predicted to finish by `deadline` (a
-    `time.monotonic()` time). A line is logged for each finished chunk.
-    `options` are other `run_sweep` arguments (how to fill the device:
-    `processes_per_device`, `unroll`, ...); chunks planned to finish are not
-    packed.
+    Recipe by recipe, in order, in chunks of `plan_chunk_size` (at most
+    `chunk_size`), each started only if predicted to finish by `deadline`
+    (a `time.monotonic()` time), a line logged as each ends. `options` are
+    other `run_sweep` keywords (`processes_per_device`, ...).
 
     Returns:
         True if every run is in the file, False if the deadline stopped it.
     """
     from keras_nalu.sweeps.chunks import chunk_backup
-    from keras_nalu.sweeps.engines import (
-        device_name,
-        engine_name,
-        read_backup,
-        recipe,
-    )
+    from keras_nalu.sweeps.engines import device_name, engine_name, read_backup, recipe
     from keras_nalu.sweeps.runner import run_sweep
 
     check_positive_int("sweep_within", "chunk_size", chunk_size)
@@ -297,8 +250,7 @@ def sweep_within(
             log(
                 f"{group[0].model}: one replica of {steps:,} steps does not finish "
                 f"in the {deadline - time.monotonic():.0f} s left; training "
-                f"chunks of {chunk_size} with "
-                "backups, to be continued by the next call"
+                f"chunks of {chunk_size} with backups, to be continued by the next call"
             )
             size, chunk_seconds = chunk_size, None
 
@@ -322,12 +274,10 @@ def sweep_within(
 
 def _runs_left(path: Path, group, seeds) -> tuple[pd.DataFrame, int]:
     """The results file as it is now, and how many runs of `group` it lacks."""
-    from keras_nalu.sweeps.results import config_id, read_results
+    from keras_nalu.sweeps.results import config_id, done_pairs, read_results
 
-    table = read_results(path) if path.exists() else pd.DataFrame()
-    done = set()
-    if len(table):
-        done = set(zip(table["config_id"].astype(str), table["seed"].astype(int)))
+    table = read_results(path)
+    done = done_pairs(table)
     return table, sum((config_id(c), s) not in done for c in group for s in seeds)
 
 

@@ -1,11 +1,5 @@
-"""Chunks trained side by side in processes of their own, one device each.
-
-`processes_per_device` (`FillingOptions`) spawns that many processes per
-device; each has its own JAX and trains the chunks (or packs) it is handed,
-one at a time (`train_unit`), while the sweep's process writes their rows
-and reports their progress. Spawned, not forked: a script that asks for
-them runs its sweep under `if __name__ == "__main__":`.
-"""
+"""Chunks trained side by side in spawned processes of their own
+(`processes_per_device`), while the sweep's process writes their rows."""
 
 from __future__ import annotations
 
@@ -13,12 +7,13 @@ import contextlib
 import os
 import queue
 import traceback
+from unittest import mock
 
 from keras_nalu._startup import SPAWNED
 from keras_nalu.sweeps.engines import TimeLimitReached, stop_requested
 from keras_nalu.sweeps.engines.device import local_devices, worker_environment
-from keras_nalu.sweeps.engines.loop import request_stop, stop_with, stopped_together
-from keras_nalu.sweeps.training import fits, train_unit
+from keras_nalu.sweeps.engines.loop import request_stop, stop_with
+from keras_nalu.sweeps.training import fits, raise_stopped, train_unit
 
 
 def train_in_processes(
@@ -26,13 +21,10 @@ def train_in_processes(
 ):
     """`processes` spawned processes per device, each training its own unit.
 
-    A process asks for a unit (a chunk or a pack) when it is free; this one
-    hands out the next (none past the deadline to a process that has
-    trained one, nor one that would not finish by it), writes the rows the
-    processes send and reports their progress. Ctrl-C (here, or in the whole
-    process group) stops every process at its next evaluation, after its
-    backup. The JAX compile times measured in the processes are recorded
-    here too (`jax.monitoring`), so a caller that listens sees them.
+    A free process asks for a unit (a chunk or a pack); this one hands out
+    the next (`_next_unit`), writes the rows they send, reports their
+    progress, and records their JAX compile times (`jax.monitoring`) here
+    too. Ctrl-C stops every process at its next evaluation, after its backup.
     """
     import multiprocessing
 
@@ -55,13 +47,10 @@ def train_in_processes(
             if stop_requested():
                 stop.set()
             try:
-                message = messages.get(timeout=1.0)
+                kind, index, *rest = messages.get(timeout=1.0)
             except queue.Empty:
-                message = None
-            if message is None:
                 _check_alive(workers, running, started, stopped)
                 continue
-            kind, index, *rest = message
             if kind == "ready":
                 started.add(index)
                 unit = None
@@ -90,25 +79,12 @@ def train_in_processes(
             if index in running:  # this process failed: the others stop now
                 worker.terminate()
             worker.join()
-    _raise_if_stopped(stopped, todo)
-
-
-def _raise_if_stopped(stopped: list, todo: list) -> None:
-    """Raises where the processes stopped, or the deadline with units left."""
-    if not stopped and todo:
-        stopped = [
-            TimeLimitReached(
-                f"the sweep stopped at its time limit with {len(todo)} chunks left"
-            )
-        ]
-    if stopped:
-        raise stopped_together(stopped)
+    raise_stopped(stopped, len(todo))
 
 
 def _next_unit(todo: list, trained: int, limits, chunk_seconds):
-    """The next unit for a process that has trained `trained`, taken from
-    `todo`, or None: none left, none past the deadline to a process that has
-    trained one, and none that would not finish by it."""
+    """The next unit from `todo` for a process that has trained `trained`, or
+    None: none past the deadline after one, none that would not finish."""
     if not todo or (trained and limits.out_of_time()):
         return None
     if not fits(todo[0], limits, chunk_seconds):
@@ -118,7 +94,7 @@ def _next_unit(todo: list, trained: int, limits, chunk_seconds):
 
 def _started_workers(context, processes: int, units: int, options: dict) -> list:
     """`(process, its task queue)` of each worker started: `processes` per
-    device, no more than `units`; `options` are `_process_worker`'s."""
+    device, no more than `units`."""
     device_count = len(local_devices()) or 1
     workers = []
     for index in range(min(processes * device_count, units)):
@@ -129,38 +105,17 @@ def _started_workers(context, processes: int, units: int, options: dict) -> list
             kwargs=options,
             daemon=True,
         )
-        with _spawning():
+        # a process that knows a sweep spawned it does not repeat TensorFlow's
+        # start-up lines
+        with mock.patch.dict(os.environ, {SPAWNED: "1"}):
             worker.start()
         workers.append((worker, tasks))
     return workers
 
 
-@contextlib.contextmanager
-def _spawning():
-    """The processes started within it know a sweep spawned them (`SPAWNED`).
-
-    Their `import keras_nalu` then starts TensorFlow quietly: each process
-    does not repeat its start-up lines (cuInit, CPU features, ...).
-    """
-    before = os.environ.get(SPAWNED)
-    os.environ[SPAWNED] = "1"
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ[SPAWNED]
-        else:
-            os.environ[SPAWNED] = before
-
-
 def _check_alive(workers, running, started, stopped) -> None:
-    """Drops the processes that ended without a word (killed), adding a stop.
-
-    Raises:
-        RuntimeError: a process ended before it was ready to train (its
-            error is above it: a script that runs its sweep again in each
-            process, say), or ended while training without a Ctrl-C.
-    """
+    """Drops the processes that ended without a word (killed), adding a stop;
+    a RuntimeError if one ended before it was ready, or without a Ctrl-C."""
     for index in sorted(running):
         worker = workers[index][0]
         if worker.is_alive():

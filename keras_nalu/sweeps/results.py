@@ -1,14 +1,4 @@
-"""The results file of a sweep: its columns, its rows, and safe writes.
-
-One row per (configuration, seed): every config field plus the run's
-`run_experiment`-style record, and the configuration's `config_id`. Rows
-are added by writing the file whole to a temporary file, synced and renamed
-over the old one (`append_results`), so the file on disk is always a
-complete table and killing a sweep at any moment never leaves half a row or
-a duplicate; the rows already written stay byte for byte.
-`results_lock` keeps two sweeps from writing one file. A file that is not
-such a table is refused with an error and never written to.
-"""
+"""The results file of a sweep: its columns, its rows, and safe writes."""
 
 from __future__ import annotations
 
@@ -75,9 +65,7 @@ LATER_RECORD_FIELDS = {
     "final_success": None,
 }
 """Result columns added after results files existed, with the value their
-older rows stand for: those rows were trained by the TensorFlow engine on an
-unrecorded device, and did not record the last solved step or the verdict of
-the final evaluation (empty cells)."""
+older rows stand for (TensorFlow on an unrecorded device; empty cells)."""
 
 RESULT_COLUMNS = (*CONFIG_COLUMNS, *RECORD_FIELDS, "config_id")
 """Every column of a results file, in order."""
@@ -86,10 +74,9 @@ RESULT_COLUMNS = (*CONFIG_COLUMNS, *RECORD_FIELDS, "config_id")
 def config_id(config: ExperimentConfig) -> str:
     """A short stable id of a configuration without its seed: `c` + 12 hex.
 
-    The id hashes the config's fields (`LATER_FIELDS` only when set) and the
-    preset's `revision` when above 0, not the preset's recipe itself: a
-    preset whose recipe changes must raise its revision (a test pins every
-    recipe to enforce it).
+    It hashes the fields (`LATER_FIELDS` only when set) and the preset's
+    `revision` when above 0, not its recipe: a changed recipe must raise the
+    revision (a test pins every recipe).
     """
     fields = without_later_defaults(config.to_config())
     fields.pop("seed")
@@ -101,11 +88,9 @@ def config_id(config: ExperimentConfig) -> str:
 
 
 def config_of_row(row: Mapping) -> ExperimentConfig | None:
-    """The configuration of a results row (a dict of its columns), or None.
-
-    Cells pandas read as floats go back to the field's type (an integer read
-    as 3.0 is 3), empty cells are None, and the budget is `max_iterations`;
-    None where the row's fields make no valid configuration.
+    """The configuration of a results row (a dict of its columns), or None
+    where its fields make none: empty cells are None, floats read for
+    integers (3.0) integers, and the budget is `max_iterations`.
 
     Example:
 
@@ -133,9 +118,6 @@ def _is_empty(value) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-# --- results file ---------------------------------------------------------------
-
-
 def record_row(record: Mapping) -> dict:
     """The flat results row of one `run_experiment`/`train_replicas` record."""
     config = ExperimentConfig(**record["config"])
@@ -155,6 +137,11 @@ def _foreign(path: Path, reason: str) -> ValueError:
         f"{path} is not a keras-nalu sweep results file ({reason}); it is left "
         "untouched. Pass another results path."
     )
+
+
+def done_pairs(table: pd.DataFrame) -> set[tuple[str, int]]:
+    """The `(config id, seed)` pairs of a results table's rows."""
+    return set(zip(table["config_id"].astype(str), table["seed"].astype(int)))
 
 
 def check_results_path(path: str | os.PathLike) -> Path:
@@ -177,8 +164,7 @@ def read_results(path: str | os.PathLike) -> pd.DataFrame:
 
     Raises:
         ValueError: the file is unreadable, lacks sweep columns, has a
-            malformed row (its line is named), or holds a (config, seed) pair
-            twice.
+            malformed row (named by its line), or a (config, seed) pair twice.
     """
     path = Path(path)
     if not path.exists():
@@ -196,18 +182,18 @@ def read_results(path: str | os.PathLike) -> pd.DataFrame:
         raise _foreign(path, f"unreadable as CSV: {reason}") from None
     if len(table) != len(lines):
         raise _foreign(path, f"{len(lines)} CSV rows but {len(table)} read")
-    for column, default in LATER_FIELDS.items():
-        if column not in table:
+    for column, default in {**LATER_FIELDS, **LATER_RECORD_FIELDS}.items():
+        if column in table:
+            continue
+        if column in LATER_FIELDS:
             position = min(CONFIG_COLUMNS.index(column), len(table.columns))
-            table.insert(position, column, default)
-    for column, default in LATER_RECORD_FIELDS.items():
-        if column not in table:
+        else:
             position = (
                 table.columns.get_loc("config_id")
                 if "config_id" in table
                 else len(table.columns)
             )
-            table.insert(position, column, default)
+        table.insert(position, column, default)
     missing = [column for column in RESULT_COLUMNS if column not in table]
     if missing:
         raise _foreign(path, f"missing columns {missing}")
@@ -220,15 +206,10 @@ def read_results(path: str | os.PathLike) -> pd.DataFrame:
 
 
 def append_results(rows: list[dict], path: Path) -> None:
-    """Adds `rows` to the results file at `path`, never half-written.
-
-    The file is written whole to a temporary file and renamed over the old
-    one (`atomic_write`). The rows already in it stay as they are, byte for
-    byte; a file of an older layout gains the newer columns once, with the
-    values its rows stand for (`LATER_FIELDS`, `LATER_RECORD_FIELDS`), each
-    cell it had kept as written. A new row's cells do not depend on the
-    other rows (`results_cell`).
-    """
+    """Adds `rows` to the results file at `path`, never half-written
+    (`atomic_write`); the rows in it stay byte for byte, a file of an older
+    layout gaining the newer columns once (`LATER_FIELDS`,
+    `LATER_RECORD_FIELDS`)."""
     text, columns = _current_layout(path)
     new = io.StringIO()
     writer = csv.writer(new, lineterminator="\n")
@@ -241,23 +222,19 @@ def append_results(rows: list[dict], path: Path) -> None:
 def results_cell(value) -> str:
     """A value's text in a results file, whatever the other rows hold.
 
-    An integer is written as one (a step: `11000`), a float as Python writes
-    it (`0.001`, `inf`), a missing value (None or NaN) as an empty cell, a
-    bool as `True`/`False`: a column that holds empty cells and integers
-    keeps its integers, where pandas would turn the whole column into floats
-    (`11000.0`) for the sake of one empty cell. Files written before hold
-    such floats; they are read as the same numbers.
+    An integer stays one (`11000`) beside empty cells (None or NaN), where
+    pandas would write the whole column as floats (`11000.0`); older files
+    hold such floats, read as the same numbers.
     """
     if isinstance(value, np.generic):
         value = value.item()
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if _is_empty(value):
         return ""
     return str(value)
 
 
 def _current_layout(path: Path) -> tuple[str, list[str]]:
-    """The results file's text in the current layout (a header if there is
-    none), and its columns: `RESULT_COLUMNS`, then any others it has."""
+    """The file's text in the current layout, and its columns."""
     header = list(RESULT_COLUMNS)
     if not path.exists():
         return ",".join(header) + "\n", header
@@ -283,32 +260,26 @@ def _current_layout(path: Path) -> tuple[str, list[str]]:
 
 @contextlib.contextmanager
 def results_lock(path: Path):
-    """Holds `<path>.lock` so that two sweeps never write one file.
-
-    The lock file, and the folders made for it, are removed on release
-    (those folders only if nothing else was written in them): a sweep,
-    refused or finished, leaves nothing but its results behind.
-    """
+    """Holds `<path>.lock` so that two sweeps never write one file; the lock
+    and the folders made for it (if still empty) go on release."""
     lock_path = path.with_name(path.name + ".lock")
     made = [folder for folder in path.parents if not folder.exists()]
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         lock = _locked(lock_path, path)
-    except OSError as error:
+    except (OSError, ValueError) as error:
         _remove_empty(made)
+        if isinstance(error, ValueError):
+            raise
         raise ValueError(
             f"cannot create the lock file {lock_path} "
             f"({error.strerror or type(error).__name__}); pass a results path "
             "in a folder you can write to"
         ) from None
-    except ValueError:
-        _remove_empty(made)
-        raise
     try:
         yield
     finally:
-        # Removed while held, so a sweep that opens it now finds it gone
-        # (`_locked` then retries on a new file).
+        # removed while held: a sweep that opens it now retries (`_locked`)
         with contextlib.suppress(OSError):
             lock_path.unlink()
         lock.close()
@@ -316,7 +287,7 @@ def results_lock(path: Path):
 
 
 def _locked(lock_path: Path, path: Path):
-    """The lock file, opened and locked; a ValueError if another sweep holds it."""
+    """The lock file, locked; a ValueError if another sweep holds it."""
     while True:
         lock = open(lock_path, "a")  # noqa: SIM115
         try:
@@ -353,6 +324,7 @@ __all__ = [
     "check_results_path",
     "config_id",
     "config_of_row",
+    "done_pairs",
     "read_results",
     "record_row",
     "results_cell",

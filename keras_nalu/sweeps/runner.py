@@ -1,33 +1,6 @@
-"""Resumable sweeps: a grid of configurations × seeds into one results CSV.
+"""`run_sweep`: a grid of configurations × seeds into one resumable results CSV.
 
-Each configuration of the grid (`keras_nalu.sweeps.grid`) has its seeds split
-into chunks of at most `chunk_size`, and each chunk is trained as vectorized
-replicas (`train_replicas`). When a chunk finishes, its rows are added to the
-results file (`keras_nalu.sweeps.results`), which is always a complete table.
-Running the same sweep again skips the (config, seed) pairs already in the
-file. The chunk in training is backed up every 10 minutes (`backup_every`)
-to `<results>.backup/`, and the rerun continues it from there, so a kill
-loses at most those minutes, even of a chunk that takes hours.
-
-Chunks run one after the other in this process, side by side on the local
-JAX devices, or as Ray tasks (`ray_address`, `keras_nalu.sweeps.cluster`);
-in every case only this process writes the file.
-
-A chunk whose backup lies in `<results>.backup/` is continued from it even
-when the sweep would cut its seeds otherwise (`backed_up_chunks`), so a
-sweep can be resumed with more seeds or another `chunk_size`. With a
-`time_limit`, the sweep stops at the first evaluation past it, after backing
-up the chunk in training: running it again continues, so a long sweep fits
-into calls of a fixed length.
-
-`run_sweep` takes one `SweepOptions` (or its fields by name), checks it
-before any work (`SweepOptions.prepared`), plans the chunks, and hands them,
-with one `ChunkLimits` (where backups go, how often, the deadline,
-`SweepOptions.limits`), to `train_locally` or `run_on_ray`; its `ResultsAppender` writes
-each finished chunk's rows. The chunks themselves (`Chunk`, `plan_chunks`)
-live in `keras_nalu.sweeps.chunks`, their training in
-`keras_nalu.sweeps.training`, here (`keras_nalu.sweeps.local`) or on Ray
-(`keras_nalu.sweeps.cluster`).
+The pipeline, from `SweepOptions` to the rows, is told in docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -51,15 +24,8 @@ from keras_nalu.sweeps.chunks import (
     plan_chunks,
     remove_finished_backups,
 )
-from keras_nalu.sweeps.cluster import (
-    backed_up_chunks_in,
-    run_on_ray,
-)
-from keras_nalu.sweeps.engines import (
-    TimeLimitReached,
-    engine_class,
-    engine_name,
-)
+from keras_nalu.sweeps.cluster import backed_up_chunks_in, run_on_ray
+from keras_nalu.sweeps.engines import TimeLimitReached, engine_class, engine_name
 from keras_nalu.sweeps.grid import grid_configs, normalize_grid, parse_seeds
 from keras_nalu.sweeps.local import train_locally
 from keras_nalu.sweeps.options import SweepOptions
@@ -69,16 +35,12 @@ from keras_nalu.sweeps.results import (
     append_results,
     check_results_path,
     config_id,
+    done_pairs,
     read_results,
     results_lock,
 )
 
 logger = logging.getLogger(__name__)
-
-
-def _engine_batches() -> bool:
-    """Whether the Keras backend's engine trains runs of different tasks together."""
-    return engine_class().supports_batched
 
 
 @dataclasses.dataclass
@@ -108,20 +70,21 @@ def run_sweep(
 ) -> SweepOutcome:
     """Trains every (configuration, seed) of a grid that the results file lacks.
 
+    The chunks in training are backed up beside the file, and a rerun skips
+    the pairs already in it and continues the backed-up chunks first.
+
     Args:
         grid: `{field or "f1:f2": values}` (see `normalize_grid`), the
             output of `parse_grid` / `load_grid_file`, or a list of
             `ExperimentConfig`s (their seeds ignored).
         seeds: `"0-99"`, `"0,3,7-9"` or a list of integers.
         results_path: the results CSV; created if missing, else resumed.
-        options: how the chunks train (`SweepOptions`: their size, backups,
-            time limit, Ray, how a device is filled); None for the options
+        options: how the chunks train (`SweepOptions`); None for the options
             the keywords name.
         progress: one tqdm bar over all seed-steps of the sweep, with an ETA.
         on_chunk: called with the rows of each chunk once they are on disk.
-        **keywords: without `options`, the options by name: the fields of
-            `SweepOptions` and of `FillingOptions` (`chunk_size=10`,
-            `backup_every=None`, `pack_replicas=0`, ...).
+        **keywords: without `options`, the fields of `SweepOptions` and of
+            `FillingOptions` by name (`chunk_size=10`, `pack_replicas=0`, ...).
 
     Returns:
         A `SweepOutcome`; its `results` are this sweep's rows of the file.
@@ -151,24 +114,15 @@ def run_sweep(
     seeds = parse_seeds(seeds)
     path = _checked_results_file(results_path, options)
     limits = options.limits(path)
-    group_by = (
-        _grid_group_keys(normalize_grid(grid))
-        if isinstance(grid, Mapping)
-        else _group_keys(configs)
-    )
+    group_by = _group_keys(grid, configs)
     with results_lock(path):
         appender = ResultsAppender(path, on_chunk)
         planned_pairs = {(config_id(c), s) for c in configs for s in seeds}
-        done = _done_pairs(appender.table)
-        chunks = _plan(
-            path,
-            configs,
-            seeds,
-            options.chunk_size,
-            done,
-            resume_backups=limits.folder is not None,
-            backup_dir=options.backup_dir,
-        )
+        done = done_pairs(appender.table)
+        backups = None
+        if limits.folder is not None:
+            backups = _backups(path, options.backup_dir)
+        chunks = _plan(configs, seeds, options.chunk_size, done, backups)
         for chunk in chunks:  # a chunk that cannot fit fails now, not later
             widest = max((c for c, _ in chunk.parts), key=lambda c: c.input_size)
             check_run_memory(widest, chunk.replicas)
@@ -178,19 +132,15 @@ def run_sweep(
             complete = _dispatch(chunks, appender, on_steps, limits, options, path)
         with contextlib.suppress(OSError):  # only if no backup is left in it
             backup_folder(path).rmdir()
-    ids = {config_id(c) for c in configs}
     table = appender.table
     mine = table[
-        table["config_id"].astype(str).isin(ids) & table["seed"].isin(seeds)
+        table["config_id"].astype(str).isin({config_id(c) for c in configs})
+        & table["seed"].isin(seeds)
     ].reset_index(drop=True)
-    backups = tuple(
-        backup
-        for backup in (chunk_backup(path, chunk) for chunk in chunks)
-        if backup.is_file()
-    )
+    left = tuple(b for b in (chunk_backup(path, c) for c in chunks) if b.is_file())
     skipped = len(planned_pairs & done)
     return SweepOutcome(
-        path, mine, appender.new_rows, skipped, group_by, complete, backups
+        path, mine, appender.new_rows, skipped, group_by, complete, left
     )
 
 
@@ -229,16 +179,8 @@ def _checked_results_file(results_path, options: SweepOptions) -> Path:
 
 
 class ResultsAppender:
-    """Adds each finished chunk's rows to the results file, which stays whole.
-
-    Called with a chunk's rows, in the sweep's thread (only the sweep's
-    process writes the file). A backup of runs that have rows now (a chunk
-    trained again without backups, say) is removed: it would only show a
-    chunk "in training".
-
-    Args:
-        path: the results file, its lock held by the caller.
-        on_chunk: called with the rows of each chunk once they are on disk.
+    """Adds each finished chunk's rows to the results file (lock held), in
+    the sweep's thread, and removes the backups of runs that now have rows.
 
     Attributes:
         table: the whole file as it is now.
@@ -257,7 +199,7 @@ class ResultsAppender:
         frames = [self.table, new] if len(self.table) else [new]
         self.table = pd.concat(frames, ignore_index=True)
         self.new_rows += len(rows)
-        remove_finished_backups(self.path, _done_pairs(self.table))
+        remove_finished_backups(self.path, done_pairs(self.table))
         if self.on_chunk is not None:
             self.on_chunk(rows)
 
@@ -266,10 +208,8 @@ class ResultsAppender:
 def _progress_bar(progress: bool, chunks: Sequence[Chunk]):
     """One tqdm bar over the seed-steps of `chunks`; yields its `on_steps`.
 
-    `on_steps(steps, trained=True)` moves the bar; steps not trained in this
-    process (`trained=False`: those a chunk's backup starts from, those of
-    runs that stopped early) move it without counting in its rate, so the
-    rate and the time left are of the steps trained here.
+    Steps not trained here (`trained=False`: a backup's, those of runs that
+    stopped early) move the bar without counting in its rate and time left.
     """
     if not progress:
         yield lambda steps, trained=True: None
@@ -302,18 +242,7 @@ def _progress_bar(progress: bool, chunks: Sequence[Chunk]):
 
 
 def _dispatch(chunks, on_rows, on_steps, limits, options, results_path) -> bool:
-    """Trains `chunks` here or on Ray; False if it stopped at the deadline.
-
-    Args:
-        chunks: the chunks, in order.
-        on_rows: the `ResultsAppender`.
-        on_steps: the progress bar's count of seed-steps (`_progress_bar`).
-        limits: the chunks' backup folder (beside the results file here,
-            `backup_dir` on Ray), how often, and the deadline.
-        options: the sweep's `SweepOptions`, prepared; the chunks train here
-            if its `ray_address` is None.
-        results_path: the results file, named in messages.
-    """
+    """Trains `chunks` here or on Ray; False if it stopped at the deadline."""
     if not chunks:
         return True
     if options.ray_address is not None:
@@ -361,37 +290,35 @@ def plan_sweep(
     configs = _sweep_configs(grid)
     seeds = parse_seeds(seeds)
     path = check_results_path(results_path)
-    done = _done_pairs(read_results(path))
-    return _plan(path, configs, seeds, chunk_size, done, resume_backups=True)
+    done = done_pairs(read_results(path))
+    return _plan(configs, seeds, chunk_size, done, _backups(path))
 
 
-def _done_pairs(table: pd.DataFrame) -> set[tuple[str, int]]:
-    return set(zip(table["config_id"].astype(str), table["seed"].astype(int)))
+def _backups(path: Path, backup_dir=None) -> list[tuple[Chunk, str]]:
+    """The backed-up chunks of `path`, with their engines: beside it, or in a
+    Ray sweep's `backup_dir`."""
+    if backup_dir is None:
+        return backed_up_chunks(path)
+    return backed_up_chunks_in(path, backup_dir)
 
 
-def _plan(
-    path, configs, seeds, chunk_size, done, resume_backups, backup_dir=None
-) -> list[Chunk]:
-    """Backed-up chunks of this sweep first, then the rest of its runs."""
-    planned_pairs = {(config_id(c), s) for c in configs for s in seeds}
-    resumed = []
-    if resume_backups:
-        resumed = _resumable_chunks(path, planned_pairs - done, backup_dir)
-    resumed_pairs = {
-        (config_id(c), s) for chunk in resumed for c, part in chunk.parts for s in part
-    }
-    return resumed + plan_chunks(
-        configs, seeds, chunk_size, done | resumed_pairs, batch=_engine_batches()
-    )
+def _plan(configs, seeds, chunk_size, done, backups=None) -> list[Chunk]:
+    """The `backups`' chunks on this engine whose runs are all still to
+    train, first, then the rest of the runs not `done`."""
+    todo = {(config_id(c), s) for c in configs for s in seeds} - done
+    resumed, here = [], engine_name()
+    for chunk, engine in backups or ():
+        if engine == here and chunk.pairs <= todo:
+            resumed.append(chunk)
+            todo -= chunk.pairs
+            done = done | chunk.pairs
+    batch = engine_class().supports_batched
+    return resumed + plan_chunks(configs, seeds, chunk_size, done, batch=batch)
 
 
 def _note_unused_backups(path: Path, todo: set[tuple[str, int]]) -> None:
     """Says which backups of this sweep's runs a sweep without backups leaves."""
-    unused = [
-        chunk
-        for chunk, _ in backed_up_chunks(path)
-        if {(config_id(c), s) for c, seeds in chunk.parts for s in seeds} & todo
-    ]
+    unused = [chunk for chunk, _ in backed_up_chunks(path) if chunk.pairs & todo]
     if unused:
         logger.info(
             f"{len(unused)} chunk backups in {path.name}.backup/ are not continued "
@@ -413,41 +340,15 @@ def _sweep_configs(grid) -> list[ExperimentConfig]:
     return [dataclasses.replace(c, seed=0) for c in configs]
 
 
-def _resumable_chunks(
-    path: Path, todo: set[tuple[str, int]], backup_dir: str | None = None
-) -> list[Chunk]:
-    """The backed-up chunks of `path` on this engine whose runs are all `todo`.
-
-    They lie beside `path`, or in a Ray sweep's `backup_dir`.
-    """
-    engine = engine_name()
-    chunks = []
-    backups = (
-        backed_up_chunks(path)
-        if backup_dir is None
-        else backed_up_chunks_in(path, backup_dir)
-    )
-    for chunk, backup_engine in backups:
-        pairs = {(config_id(c), s) for c, seeds in chunk.parts for s in seeds}
-        if backup_engine == engine and pairs <= todo:
-            chunks.append(chunk)
-            todo = todo - pairs
-    return chunks
-
-
-def _grid_group_keys(grid) -> tuple[str, ...]:
-    """operation, model, then every other field the grid varies."""
-    varied = [key for keys, values in grid.items() if len(values) > 1 for key in keys]
-    return tuple(dict.fromkeys(["operation", "model", *varied]))
-
-
-def _group_keys(configs: Sequence[ExperimentConfig]) -> tuple[str, ...]:
-    """operation, model, then every other field the configurations vary."""
-    varied = [
-        field
-        for field in CONFIG_FIELDS
-        if field != "seed" and len({getattr(c, field) for c in configs}) > 1
-    ]
+def _group_keys(grid, configs: Sequence[ExperimentConfig]) -> tuple[str, ...]:
+    """operation, model, then every other field the grid (or the list of
+    configurations) varies."""
+    if isinstance(grid, Mapping):
+        grid = normalize_grid(grid)
+        varied = [key for keys, rows in grid.items() if len(rows) > 1 for key in keys]
+    else:
+        fields = [field for field in CONFIG_FIELDS if field != "seed"]
+        varied = [f for f in fields if len({getattr(c, f) for c in configs}) > 1]
     return tuple(dict.fromkeys(["operation", "model", *varied]))
 
 

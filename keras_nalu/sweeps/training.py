@@ -1,13 +1,5 @@
-"""A sweep's chunks trained to rows: as replica runs, or seed by seed.
-
-`train_chunks` trains a chunk, or the chunks of a `Pack` side by side, as
-replica runs of the Keras backend's engine (`train_runs`: each continued
-from its backup, trained, its rows handed over, its backup deleted); a
-preset the engine cannot vectorize trains its seeds one after the other with
-`run_experiment`, which gives the same rows with `replicas` = 1, without
-backups. It runs wherever a chunk trains: in the sweep's process, its
-threads and processes, or a Ray worker.
-"""
+"""A sweep's chunks trained to rows, wherever they train: as replica runs
+(`train_runs`), or seed by seed where the engine cannot vectorize a preset."""
 
 from __future__ import annotations
 
@@ -28,7 +20,7 @@ from keras_nalu.sweeps.engines import (
     train_runs,
     vectorizable,
 )
-from keras_nalu.sweeps.engines.loop import stop_with
+from keras_nalu.sweeps.engines.loop import stop_with, stopped_together
 from keras_nalu.sweeps.results import record_row
 
 
@@ -43,10 +35,9 @@ def train_chunks(
 
     Each chunk is one replica run (`replica_run`, or `batched_run` for a
     chunk of several configurations), continued from its backup in
-    `limits.folder` if there is one; the runs of a pack train in one
-    compiled program (`ReplicaRun.train_together`), each as if alone, and a
-    chunk's `wall_time` is the time it spent there. A finished chunk's rows
-    go to `on_rows` before its backup is deleted.
+    `limits.folder`; a pack's runs train in one compiled program
+    (`ReplicaRun.train_together`), each as if alone. A finished chunk's rows
+    go to `on_rows` before its backup is deleted (`train_runs`).
 
     Args:
         unit: a `Chunk` or a `Pack`.
@@ -55,7 +46,7 @@ def train_chunks(
             before it stopped.
         progress: None, or per chunk, `progress(chunk)`: what its run
             reports its steps to (see `ReplicaRun.train`).
-        limits: the folder of the chunks' backups, how often, the deadline.
+        limits: the chunks' `ChunkLimits`.
         unroll: as for `ReplicaRun`.
 
     Raises:
@@ -92,12 +83,8 @@ def train_chunk(
 
 
 class _ChunkProgress:
-    """A chunk's steps, × its replicas, to the sweep's count of seed-steps.
-
-    Called with the steps it trains; `resumed` with those its backup starts
-    from and `ended` with those its runs never trained (they stopped early),
-    which `on_steps` counts as not trained here.
-    """
+    """A chunk's steps, × its replicas, to the sweep's count of seed-steps;
+    `resumed` (a backup's) and `ended` (runs stopped early): not trained here."""
 
     def __init__(self, chunk, on_steps):
         self.chunk = chunk
@@ -125,6 +112,15 @@ def train_unit(unit, on_rows, on_steps, limits, unroll=1):
         chunk_progress.ended()
 
 
+def raise_stopped(stopped: list, left: int) -> None:
+    """Raises where the units `stopped`, or the deadline with `left` units."""
+    if not stopped and left:
+        message = f"the sweep stopped at its time limit with {left} chunks left"
+        stopped = [TimeLimitReached(message)]
+    if stopped:
+        raise stopped_together(stopped)
+
+
 def fits(chunk, limits, chunk_seconds) -> bool:
     """Whether `chunk` is predicted to finish by the deadline (True if unknown)."""
     if limits.deadline is None or chunk_seconds is None:
@@ -134,12 +130,8 @@ def fits(chunk, limits, chunk_seconds) -> bool:
 
 @contextlib.contextmanager
 def _retracing_warnings_silenced():
-    """TensorFlow's logger at ERROR while a chunk trains, here or in a Ray worker.
-
-    Every chunk traces its own training function; TF's warning about that
-    retracing says nothing useful in a sweep, and a process that trains many
-    chunks would print it again and again.
-    """
+    """TensorFlow's logger at ERROR while a chunk trains: every chunk traces
+    its own function, and TF's retracing warning would repeat for each."""
     if keras.backend.backend() != "tensorflow":
         yield
         return
@@ -169,10 +161,9 @@ def _chunk_run(chunk: Chunk, unroll: int = 1):
 def _train_one_by_one(chunk: Chunk, on_rows, progress, limits: ChunkLimits) -> None:
     """Trains the chunk's runs one after the other with `run_experiment`.
 
-    A Ctrl-C (`stop_at_interrupt`) stops the seed in training at its next
-    evaluation, and the deadline stops the chunk between two seeds: neither
-    is backed up, so the seed in training starts over on the next sweep;
-    the finished seeds' rows go to `on_rows` first.
+    A Ctrl-C stops the seed in training at its next evaluation, the deadline
+    the chunk between two seeds; without backups, the seed in training
+    starts over on the next sweep, after the finished seeds' rows.
     """
     rows = []
     try:
@@ -227,11 +218,8 @@ def _one_seed(config, progress, finished: int, chunk: Chunk) -> dict:
 
 
 class _StopAtInterrupt(keras.callbacks.Callback):
-    """Ends a `run_experiment` at its next evaluation after a Ctrl-C.
-
-    The Ctrl-C of `stop_at_interrupt` stops every run at its next
-    evaluation; `step` is where this one stopped, None if it was not.
-    """
+    """Ends a `run_experiment` at its next evaluation after a Ctrl-C
+    (`stop_at_interrupt`); `step` is where it stopped, None if it was not."""
 
     def __init__(self):
         super().__init__()

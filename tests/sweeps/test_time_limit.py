@@ -153,6 +153,16 @@ def test_chunks_sharing_a_device_stop_at_the_deadline(monkeypatch):
     assert sorted(written) == chunks
 
 
+def test_threads_say_how_many_chunks_the_deadline_left():
+    jax = pytest.importorskip("jax")
+    # no chunk is predicted to finish by the deadline: none starts
+    limits = ChunkLimits(deadline=time.monotonic() + 60)
+    with pytest.raises(TimeLimitReached, match="with 3 chunks left"):
+        local._train_on_devices(
+            ["a", "b", "c"], jax.devices()[:1] * 2, None, None, limits, lambda _: 600
+        )
+
+
 def test_chunks_per_device_lists_each_device_that_many_times(monkeypatch):
     jax = pytest.importorskip("jax")
     import keras
