@@ -95,6 +95,20 @@ def test_train_exports_a_servable_saved_model(trained, tmp_path):
     assert "(-1, 10)" in shown
 
 
+def _no_trace_of(flags, tmp_path, code, out, err, needle):
+    """A refusal of `flags`: status 2, one line naming the problem, nothing
+    trained or written."""
+    assert code == 2, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    assert needle in lines[0]
+    assert out == ""
+    assert not (tmp_path / "escaped").exists()
+    # nothing trained, nothing written, not even an empty folder
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["afile"]
+
+
 @pytest.mark.parametrize(
     "flags, needle",
     [
@@ -113,18 +127,34 @@ def test_train_exports_a_servable_saved_model(trained, tmp_path):
         (["--export-format", "tflite"], "--export-format"),
     ],
 )
-def test_bad_flags_exit_nonzero_with_one_line(flags, needle, tmp_path):
+def test_bad_flags_exit_nonzero_with_one_line(
+    flags, needle, tmp_path, monkeypatch, capsys
+):
+    from keras_nalu import cli
+
     (tmp_path / "afile").write_text("in the way")
+    monkeypatch.chdir(tmp_path)
+    try:
+        code = cli.main(["train", *flags, "--quiet"])
+    except SystemExit as exit:  # argparse's own refusals
+        code = exit.code
+    captured = capsys.readouterr()
+    _no_trace_of(flags, tmp_path, code, captured.out, captured.err, needle)
+
+
+def test_a_bad_flag_is_one_line_from_the_command_itself(tmp_path):
+    """The whole process, Keras' start-up included, writes the one line."""
+    (tmp_path / "afile").write_text("in the way")
+    flags = ["--subset-ratio", "0.9"]
     completed = run_cli("train", *flags, "--quiet", cwd=tmp_path, timeout=120)
-    assert completed.returncode == 2
-    lines = [line for line in completed.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, completed.stderr
-    assert "Traceback" not in completed.stderr
-    assert needle in lines[0]
-    assert completed.stdout == ""
-    assert not (tmp_path / "escaped").exists()
-    # nothing trained, nothing written, not even an empty folder
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["afile"]
+    _no_trace_of(
+        flags,
+        tmp_path,
+        completed.returncode,
+        completed.stdout,
+        completed.stderr,
+        "subset",
+    )
 
 
 def test_a_backend_that_cannot_train_is_one_line_before_anything(tmp_path):
@@ -213,10 +243,11 @@ def test_explain_command_prints_the_formula(trained):
     assert explained.stdout.strip() == record["formula"]
 
 
-def test_explain_command_on_a_missing_file_is_one_line(tmp_path):
-    completed = run_cli("explain", str(tmp_path / "nope.keras"), timeout=120)
-    assert completed.returncode == 2
-    lines = [line for line in completed.stderr.splitlines() if line.strip()]
+def test_explain_command_on_a_missing_file_is_one_line(tmp_path, capsys):
+    from keras_nalu import cli
+
+    assert cli.main(["explain", str(tmp_path / "nope.keras")]) == 2
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert len(lines) == 1 and "no such model file" in lines[0]
 
 

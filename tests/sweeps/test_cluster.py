@@ -772,10 +772,11 @@ def test_gpus_the_cluster_lacks_end_the_sweep_before_any_chunk(
 
 
 # Three chunks of two seeds: the first finishes after one evaluation, the two
-# others train 20 times longer, and hold at their first evaluation while the
-# cluster's hold file exists: a test stops them on their way.
+# others train three times longer, and hold at their first evaluation while
+# the cluster's hold file exists: a test stops them on their way.
+LONG = 1500
 SHORT_AND_LONG = {
-    "model:iterations": [("nau", 500), ("nmu", 10000), ("nac", 10000)],
+    "model:iterations": [("nau", 500), ("nmu", LONG), ("nac", LONG)],
     "operation": ["mul"],
     "input_size": [10],
     "eval_every": [500],
@@ -856,7 +857,7 @@ def test_a_killed_chunk_continues_from_its_shared_backup(running_cluster, tmp_pa
         "model": ["nmu"],
         "operation": ["mul"],
         "input_size": [10],
-        "iterations": [8000],
+        "iterations": [LONG],
         "eval_every": [500],
     }
     results = tmp_path / "ray.csv"
@@ -979,7 +980,7 @@ def test_an_interrupted_driver_backs_its_chunks_up_and_stops(
     # cancellation can miss a task that starts, and is sent again).
     backups = {file.name: read_backup(file)[0]["step"] for file in folder.iterdir()}
     assert len(backups) in (1, 2), err
-    assert all(500 <= step < 10000 for step in backups.values())
+    assert all(500 <= step < LONG for step in backups.values())
     on_page = {str(results): "results/nmu.csv", str(folder): "/shared/backups/nmu"}
     where = (
         "each continues from its last backup in {folder}"
