@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import keras
 
@@ -56,8 +57,6 @@ def worker_environment() -> dict[str, str]:
 
 def jax_started() -> bool:
     """Whether JAX has created its backends (XLA's flags are read then)."""
-    import sys
-
     if "jax" not in sys.modules:
         return False
     try:

@@ -101,8 +101,7 @@ class JaxReplicaRun(ReplicaRun):
             tuple(map(jnp.asarray, (members, *validation, *test)))
             for members, validation, test in eval_groups(self.tasks)
         ]
-        task = tasks[0]
-        self._batch_shape = (task.batch_size, task.input_size)
+        self._batch_shape = (tasks[0].batch_size, tasks[0].input_size)
 
     @contextlib.contextmanager
     def _weights_in_force(self, weights, state, strengths=None):
@@ -254,8 +253,7 @@ class JaxReplicaRun(ReplicaRun):
         return np.asarray(sums, np.float64).sum(axis=-1) / x.shape[0]
 
     def _replica_errors(self):
-        interpolation = np.zeros(self.num_replicas)
-        extrapolation = np.zeros(self.num_replicas)
+        interpolation, extrapolation = np.zeros((2, self.num_replicas))
         for members, x_val, t_val, x_test, t_test in self._groups:
             rows = np.asarray(members)
             interpolation[rows] = self.mean_squared_errors(x_val, t_val, members)

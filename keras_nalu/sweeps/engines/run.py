@@ -414,21 +414,19 @@ class ReplicaRun:
         those before a restored backup's step.
         """
         device = device_name()
-        records = []
-        for r, config in enumerate(self.configs):
-            iterations = self.verdicts.iterations[r]
-            records.append(
-                make_record(
-                    config.name,
-                    config,
-                    self.tasks[r],
-                    self.verdicts.verdict(r),
-                    iterations=self.step if iterations is None else iterations,
-                    wall_time=self.wall_time,
-                    history=self.verdicts.history_rows(r),
-                    replicas=self.num_replicas,
-                    engine=self.engine,
-                    device=device,
-                )
+        stops = self.verdicts.iterations
+        return [
+            make_record(
+                config.name,
+                config,
+                self.tasks[r],
+                self.verdicts.verdict(r),
+                iterations=self.step if stops[r] is None else stops[r],
+                wall_time=self.wall_time,
+                history=self.verdicts.history_rows(r),
+                replicas=self.num_replicas,
+                engine=self.engine,
+                device=device,
             )
-        return records
+            for r, config in enumerate(self.configs)
+        ]

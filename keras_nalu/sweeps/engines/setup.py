@@ -158,10 +158,7 @@ class ReplicaSetup:
                 f"with {[type(c).__name__ for c in extra]}, which act on one "
                 "model at a time. Use run_experiment for each seed."
             )
-        schedules = [
-            c for c in template_callbacks if isinstance(c, RegularizationSchedule)
-        ]
-        schedule = schedules[0] if schedules else None
+        schedule = next(iter(template_callbacks), None)  # none but schedules left
         state_variables = model_state(template)
         if state_variables and not supports_state:
             raise NotVectorizableError(
