@@ -1,18 +1,7 @@
 """Replica engines: many seeds of one configuration trained as one vectorized model.
 
-`ReplicaRun` (`run.py`) is what every engine shares, as Keras' `Trainer`
-is shared by its backends' trainers: the setup of the replicas (`setup.py`,
-`optimizer.py`), λ(t) (`schedule.py`), the verdicts (`verdicts.py`), the
-loop between evaluations and its `TrainingLimits` (`loop.py`), the run's
-state (`state.py`: `RunState`, its variables an `EngineState`) and its
-backup file (`backup.py`). An engine compiles the block of training steps
-and the evaluation for its Keras backend: `tensorflow.py` (`tf.function`,
-`tf.vectorized_map`) and `jax.py` (`jax.jit`, `jax.vmap`, `jax.lax.scan`,
-and runs of other recipes side by side in one program), each following the
-step's rules of `step.py`.
-`replica_run(...)` and `train_replicas(...)` (`train.py`) pick the engine of
-the Keras backend in use (`KERAS_BACKEND`). Import the public names from
-here, `keras_nalu.sweeps.engines` (those that need JAX from their modules).
+Modules and their parts: docs/architecture.md ("The replica engines"). Import
+the public names from here (those that need JAX from their modules).
 """
 
 from keras_nalu.sweeps.engines.backup import (

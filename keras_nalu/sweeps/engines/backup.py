@@ -1,29 +1,12 @@
-"""Backups of a replica run: its whole state in one `.npz` file, and back.
+"""Backups of a replica run: its whole `RunState` in one `.npz` file, and back.
 
-`ReplicaRun.save_backup` writes the run's `RunState` (`state.py`): every
-replica's weights and optimizer variables, which replicas still train and
-each replica's `EvaluationSummary` (the verdict so far, at constant size);
-`ReplicaRun.restore_backup` continues a new run of the same configuration
-and seeds from it, and `read_backup` reads each seed's verdict so far
-without building the model. The file holds arrays `variable_0 ...
-variable_{n-1}` (the run's `EngineState`, flattened: weights, optimizer,
-model state, flags) and a JSON `state` (the run's identity, step, wall
-time, flags and summaries), stored as UTF-8 bytes (a `uint8` array). Its
-size does not grow with the number of evaluations.
-
-Format 1, the earlier layout, stored every evaluation of every replica in
-the JSON, which was a NumPy unicode string (4 bytes a character): a
-38-replica run at 2,460 evaluations took 25 MB. It is still read and
-restored (its evaluations are folded into summaries), and the next backup of
-the restored run is written in format 2. Every damage is one `ValueError`;
-where a run would restore the file, it says to move the file aside, never to
-delete it, and a backup of another engine names the backend that continues
-it.
+The layout and format 1: docs/architecture.md ("What each engine does").
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -34,11 +17,7 @@ import numpy as np
 from keras_nalu._files import atomic_write
 from keras_nalu._validation import is_integer, is_real
 from keras_nalu.evaluation import Evaluation, EvaluationSummary
-from keras_nalu.experiments import (
-    ExperimentConfig,
-    total_steps,
-    without_later_defaults,
-)
+from keras_nalu.experiments import ExperimentConfig, total_steps, without_later_defaults
 from keras_nalu.sweeps.engines.state import RunState
 from keras_nalu.sweeps.engines.verdicts import Verdicts
 
@@ -140,11 +119,8 @@ def _check_state(path: Path, state: dict, replicas: int) -> None:
 
 
 def _folded(state: dict, thresholds) -> tuple[list, list | None]:
-    """A checked state's summaries, and its evaluations if it has them.
-
-    A format-1 state's evaluations are folded with `thresholds` (one per
-    replica); a format-2 state holds its summaries, and no evaluations.
-    """
+    """A checked state's summaries (format 1: its evaluations folded with
+    `thresholds`), and its evaluations if it has them (format 1 only)."""
     if state["format"] == 1:
         rows = state["evaluations"]
         histories = [[Evaluation(*row) for row in replica] for replica in rows]
@@ -183,11 +159,8 @@ def _identity(run) -> dict:
 
 
 def _comparable(identity: dict) -> dict:
-    """An identity without the config fields added later at their defaults.
-
-    A backup written before such a field existed lacks it; it still matches
-    a run that keeps the field at its default (as its `config_id` does).
-    """
+    """An identity without the config fields added later at their defaults:
+    a backup that predates a field matches a run at its default."""
     identity = dict(identity)
     if isinstance(identity.get("config"), dict):
         identity["config"] = without_later_defaults(identity["config"])
@@ -317,14 +290,8 @@ def _backup_runs(path: Path) -> tuple[dict, list[ExperimentConfig]]:
 
 
 def backup_runs(path: str | os.PathLike) -> tuple[list[ExperimentConfig], str]:
-    """The runs a backup holds and the engine that wrote it.
-
-    Args:
-        path: a `.npz` file written by `ReplicaRun.save_backup`.
-
-    Returns:
-        `(runs, engine)`: one `ExperimentConfig` per replica, its seed set,
-        in replica order; and "tensorflow" or "jax".
+    """`(runs, engine)`: a `save_backup` file's configs (one per replica, its
+    seed set, in order) and "tensorflow" or "jax".
 
     Raises:
         ValueError: the file is not a readable backup.
@@ -336,18 +303,14 @@ def backup_runs(path: str | os.PathLike) -> tuple[list[ExperimentConfig], str]:
 def read_backup(path: str | os.PathLike) -> list[dict]:
     """Each seed's verdict so far, read from a chunk's backup file.
 
-    A long sweep chunk (hours at 5·10⁶ steps) writes `save_backup` files as
-    it trains; this reads one without building the model or touching the
-    run, so it can look at a chunk that is still training. The verdict is
-    `summarize_evaluations` over the evaluations up to the backup's step,
-    the same rule that judges the finished run. It is the verdict the run
-    would give if it stopped at the backup's step; a later step with a lower
-    interpolation MSE can still change it either way. It reads both backup
-    formats (`BACKUP_FORMAT`; format 1 held every evaluation).
+    It builds no model and leaves the run alone, so it can read a chunk
+    still training (`keras-nalu progress RESULTS`). The verdict is the one
+    the run would give if it stopped at the backup's step
+    (`summarize_evaluations`); a later step can still change it.
 
     Args:
-        path: a `.npz` file written by `ReplicaRun.save_backup`, e.g. one
-            in a sweep's `<results>.backup/` folder.
+        path: a `.npz` file written by `ReplicaRun.save_backup`, either
+            format.
 
     Returns:
         One dict per replica: `model`, `operation`, `seed`, `step` (where the
@@ -369,39 +332,28 @@ def read_backup(path: str | os.PathLike) -> list[dict]:
     >>> run.save_backup("chunk.npz")  # a sweep writes these as it trains
     >>> [(r["seed"], r["step"], r["iterations"]) for r in read_backup("chunk.npz")]
     [(0, 200, 200), (1, 200, 200)]
-
-    On the command line, `keras-nalu progress RESULTS` prints this for every
-    chunk of a sweep that is in training.
     """
     path = Path(path)
     state, configs = _backup_runs(path)
     _check_state(path, state, len(configs))
-    step = state["step"]
-    if state["format"] == 1:  # judged here, with each config's threshold
-        cache = {}
-        for config in configs:
-            key = dataclasses.replace(config, seed=0)
-            if key not in cache:  # the same for every seed of a config
-                cache[key] = config.success_threshold()
-        thresholds = [cache[dataclasses.replace(c, seed=0)] for c in configs]
+    if state["format"] == 1:  # judged here, once per config (not per seed)
+        threshold = functools.cache(ExperimentConfig.success_threshold)
+        thresholds = [threshold(dataclasses.replace(c, seed=0)) for c in configs]
     else:  # judged as the run went, against the threshold stored with it
         thresholds = [c["threshold"] for c in state["summaries"]]
     summaries, _ = _folded(state, thresholds)
-    records = []
-    for config, summary, loss_diverged in zip(
-        configs, summaries, state["loss_diverged"]
-    ):
-        verdict = summary.result(loss_diverged=loss_diverged)
-        records.append(
-            {
-                "model": config.model,
-                "operation": config.operation,
-                "seed": config.seed,
-                "step": step,
-                "iterations": total_steps(config),
-                **verdict,
-                "threshold": summary.threshold,
-                "engine": str(state.get("engine", "tensorflow")),
-            }
-        )
-    return records
+    engine = str(state.get("engine", "tensorflow"))
+    diverged = state["loss_diverged"]
+    return [
+        {
+            "model": config.model,
+            "operation": config.operation,
+            "seed": config.seed,
+            "step": state["step"],
+            "iterations": total_steps(config),
+            **summary.result(loss_diverged=loss_diverged),
+            "threshold": summary.threshold,
+            "engine": engine,
+        }
+        for config, summary, loss_diverged in zip(configs, summaries, diverged)
+    ]

@@ -1,10 +1,9 @@
-"""The device a Keras backend trains on, in words, the local devices chunks
-train on side by side, a worker process's environment, and XLA's flags for
-a GPU."""
+"""The device a backend trains on, local devices, a worker's environment, XLA flags."""
 
 from __future__ import annotations
 
 import os
+import sys
 
 import keras
 
@@ -12,18 +11,13 @@ COMMAND_BUFFER_FLAGS = (
     "--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL",
     "--xla_gpu_graph_min_graph_size=1",
 )
-"""XLA's flags that add whole loops and conditionals (`WHILE`, `CONDITIONAL`)
-to the commands XLA records into GPU command buffers (CUDA graphs), so a
-compiled loop over steps, its condition included, runs as one, however few
-kernels it holds; XLA's CPU backend reads and ignores them."""
+"""XLA's flags that record whole loops and conditionals into GPU command
+buffers (CUDA graphs), however few kernels they hold; the CPU ignores them."""
 
 
 def device_name() -> str:
-    """The device `model.fit` and the engines train on: "cpu" or the GPU's name.
-
-    The backend's first device: the one a model or a replica run trains on
-    unless told otherwise.
-    """
+    """The backend's first device, which `model.fit` and the engines train on
+    unless told otherwise: "cpu" or the GPU's name."""
     backend = keras.backend.backend()
     if backend == "jax":
         import jax
@@ -52,13 +46,9 @@ def local_devices() -> list:
 
 
 def worker_environment() -> dict[str, str]:
-    """What a process of `processes_per_device` adds to its environment.
-
-    JAX takes GPU memory as it needs it (`XLA_PYTHON_CLIENT_PREALLOCATE=
-    false`), not 75 % of it in the first process, unless
-    `XLA_PYTHON_CLIENT_MEM_FRACTION` is set, which then gives each process
-    that share. The Keras backend is the sweep's.
-    """
+    """What a process of `processes_per_device` adds to its environment: the
+    sweep's backend, and JAX taking GPU memory as it needs it, not 75 % in
+    the first process, unless `XLA_PYTHON_CLIENT_MEM_FRACTION` is set."""
     environment = {"KERAS_BACKEND": keras.backend.backend()}
     if "XLA_PYTHON_CLIENT_MEM_FRACTION" not in os.environ:
         environment["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
@@ -67,8 +57,6 @@ def worker_environment() -> dict[str, str]:
 
 def jax_started() -> bool:
     """Whether JAX has created its backends (XLA's flags are read then)."""
-    import sys
-
     if "jax" not in sys.modules:
         return False
     try:
@@ -79,13 +67,9 @@ def jax_started() -> bool:
 
 
 def use_command_buffers() -> None:
-    """Adds `COMMAND_BUFFER_FLAGS` to `XLA_FLAGS`, for JAX here and the
-    processes started from here.
-
-    On a GPU, each iteration of a compiled loop otherwise launches its
-    kernels one by one and reads its condition back to the host; as one
-    command buffer, the loop runs on the device alone. Flags already set
-    are kept (a flag given twice: the last one counts).
+    """Adds `COMMAND_BUFFER_FLAGS` to `XLA_FLAGS`, here and in processes
+    started from here, keeping flags already set: a compiled loop then runs
+    on the GPU alone, not launching kernels and reading its condition back.
 
     Raises:
         ValueError: JAX has already started here without these flags; set

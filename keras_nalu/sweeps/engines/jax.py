@@ -1,36 +1,7 @@
 """The JAX replica engine: `jax.vmap` over replicas, `jax.lax.scan` over steps.
 
-One compiled function trains the block of steps between two evaluations:
-`jax.lax.scan` runs the steps; in each, every replica draws its batch on the
-device from its own key, `jax.vmap` of the template model's stateless forward
-pass gives each replica's loss (its regularizers at the scheduled λ), one
-`jax.grad` of their sum gives each replica its own gradient, and Keras' own
-optimizer updates the stacked weights through `stateless_apply`, so Adam's ε
-and its bias correction mean what they mean in `model.fit`. Each weight's
-constraint is applied per replica after the step; a replica whose loss or
-weights stop being finite is frozen (`jnp.where`, never a product with 0).
-It needs JAX and Keras, not TensorFlow.
-
-Data: replica r draws batch b of its own counter-based stream
-(`keras_nalu.tasks.streams`, keyed by its seed; about 20× cheaper on a CPU
-than JAX's Threefry) and maps it onto its interpolation range
-(`place_uniform`, the same arithmetic as the task's own sampler); its
-targets use its own subsets and operation. So replica r equals the same
-run alone (R = 1) up to float rounding, and runs of different tasks
-(operations, ranges, subsets) can train together (`batched_run`).
-The stream is not TensorFlow's: a seed's run differs from
-`run_experiment`'s, and the two engines agree in their success rates, not
-seed by seed. The validation and test sets are the task's fixed sets, the
-same as every other engine's.
-
-Evaluation: the squared errors on the fixed sets are summed on the device in
-float32 over chunks of `_CHUNK` examples and the chunks in float64 on the
-host (relative error about 10⁻⁶ of the MSE); the sparsity error comes from
-the units' effective weights, on the device.
-
-Matrix products run at float32 precision ("highest"): the default precision
-of some GPUs (TF32) rounds to 10 bits, far coarser than the success
-thresholds.
+Its data, evaluation and precision: docs/architecture.md. Needs JAX and
+Keras, not TensorFlow.
 """
 
 from __future__ import annotations
@@ -62,24 +33,9 @@ def matmul_precision():
     return jax.default_matmul_precision("highest")
 
 
-class _JaxOps:
-    """The array functions of `ReplicaOptimizer.clip` and `step_rules`, in JAX."""
-
-    sqrt, square, sum, reshape = jnp.sqrt, jnp.square, jnp.sum, jnp.reshape
-    maximum, minimum, all = jnp.maximum, jnp.minimum, jnp.all
-    isfinite, where = jnp.isfinite, jnp.where
-
-    @staticmethod
-    def map_replicas(function, values):
-        return jax.vmap(function)(values)
-
-
 def _scan_steps(runs, unroll, carries, starts, strengths, steps):
-    """`steps` steps of every run in one `jax.lax.scan`: the runs' carries after.
-
-    Each iteration takes one step of each run, on its own carry, batches and
-    λ(t), so a run's variables after it are those it has trained alone.
-    """
+    """`steps` steps of every run in one `jax.lax.scan`, each on its own carry,
+    batches and λ(t), as if alone: the runs' carries after."""
 
     def one_step(carry, inputs):
         return tuple(
@@ -111,22 +67,9 @@ class JaxReplicaRun(ReplicaRun):
     supports_state = True
     supports_packing = True
 
-    # --- construction -------------------------------------------------------
-
     def _build_engine(self) -> None:
-        template = self.template
-        stacked = [
-            keras.Variable(values, name=variable.name, dtype=variable.dtype)
-            for values, variable in zip(
-                self.setup.initial_weights, self.setup.variables
-            )
-        ]
-        self.optimizer = self.setup.optimizer.build(stacked)
-        self._slot_flags = self.setup.optimizer.per_replica(self.optimizer, stacked)
-        # The variables a forward pass reads: the trainable ones (per
-        # replica), the regularizers' strengths (λ, shared) and the model's
-        # other state (per replica, e.g. a noise layer's seed), updated by
-        # every training step. The carry holds all but λ.
+        stacked = self._build_stacked()
+        # The carry holds what a step changes: not λ, which is shared.
         self.carry = EngineState(
             weights=[jnp.asarray(v.value) for v in stacked],
             optimizer=[jnp.asarray(v.value) for v in self.optimizer.variables],
@@ -136,7 +79,7 @@ class JaxReplicaRun(ReplicaRun):
         )
         self._strength_variables = [r.current_strength for r in self.setup.regularizers]
         self._build_data()
-        self._effective = _effective_weight_readers(template)
+        self._units = [u for u in iter_layers(self.template) if u is not self.template]
         self._block_fn = _compiled([self])
         self._errors_fn = jax.jit(self._group_errors)
         self._sparsity_fn = jax.jit(self._replica_sparsity)
@@ -155,29 +98,17 @@ class JaxReplicaRun(ReplicaRun):
             [self._operations.index(t.operation) for t in tasks], jnp.int32
         )
         self._groups = [
-            (
-                jnp.asarray(members),
-                jnp.asarray(validation[0]),
-                jnp.asarray(validation[1]),
-                jnp.asarray(test[0]),
-                jnp.asarray(test[1]),
-            )
+            tuple(map(jnp.asarray, (members, *validation, *test)))
             for members, validation, test in eval_groups(self.tasks)
         ]
-        task = tasks[0]
-        self._batch_shape = (task.batch_size, task.input_size)
-
-    # --- the model, statelessly ------------------------------------------------
+        self._batch_shape = (tasks[0].batch_size, tasks[0].input_size)
 
     @contextlib.contextmanager
     def _weights_in_force(self, weights, state, strengths=None):
-        mapping = list(zip(self.setup.variables, weights))
-        mapping += list(zip(self.setup.state_variables, state))
+        mapping = [*zip(self.setup.variables, weights)]
+        mapping += zip(self.setup.state_variables, state)
         if strengths is not None:
-            mapping += [
-                (variable, strengths[j])
-                for j, variable in enumerate(self._strength_variables)
-            ]
+            mapping += zip(self._strength_variables, strengths)
         with keras.StatelessScope(state_mapping=mapping, collect_losses=True) as scope:
             yield scope
 
@@ -198,8 +129,6 @@ class JaxReplicaRun(ReplicaRun):
         total = jnp.sum(jnp.stack([loss, *regularization]))
         return total, (state, loss, sum(regularization, jnp.zeros_like(loss)))
 
-    # --- data ---------------------------------------------------------------------
-
     def _replica_batch(self, key, table, mask, operation, step):
         unit = counter_uniform(key, step, self._batch_shape, xp=jnp)
         x = place_uniform(unit, *table, xp=jnp)
@@ -212,11 +141,8 @@ class JaxReplicaRun(ReplicaRun):
         return x, t
 
     def training_batch(self, step):
-        """Every replica's batch `step`: `(x [R, B, I], t [R, B, 1])`.
-
-        Slice r is what replica r trains on at optimizer step `step` → `step
-        + 1`; it depends on that replica's seed and task only.
-        """
+        """Every replica's batch `step`: `(x [R, B, I], t [R, B, 1])`, slice r
+        a function of replica r's seed and task only."""
         return jax.vmap(self._replica_batch, in_axes=(0, 0, 0, 0, None))(
             self._keys,
             self._tables,
@@ -225,18 +151,11 @@ class JaxReplicaRun(ReplicaRun):
             jnp.asarray(step, jnp.int32),
         )
 
-    # --- one block of steps ---------------------------------------------------------
-
     def train_step(self, carry: EngineState, inputs) -> tuple[EngineState, None]:
         """One training step of every replica: `jax.lax.scan`'s body.
 
-        Args:
-            carry: the run's variables (`EngineState` of JAX arrays).
-            inputs: `(step, strengths)`: the step's index and λ of every
-                scheduled regularizer at it.
-
-        Returns:
-            `(carry, None)`: the variables after the step.
+        `inputs` is `(step, strengths)`: the step's index and λ of every
+        scheduled regularizer at it; returns `(carry after, None)`.
         """
         step, strengths = inputs
         x, t = self.training_batch(step)
@@ -244,23 +163,9 @@ class JaxReplicaRun(ReplicaRun):
         return carry, None
 
     def step_on_batch(self, carry: EngineState, step, strengths, x, t):
-        """One training step of every replica on the given batches.
-
-        `train_step` draws the batches and calls this; a test can hand it
-        other batches (another code's data, to replay its training).
-
-        Args:
-            carry: the run's variables (`EngineState` of JAX arrays).
-            step: the step's index (a replica that stops here diverged at
-                `step + 1`).
-            strengths: λ of every scheduled regularizer at this step.
-            x, t: every replica's batch, `[R, B, I]` and `[R, B, 1]`.
-
-        Returns:
-            `(carry, (loss, regularization))`: the variables after the step,
-            and each replica's loss and the sum of its regularization losses
-            (λ·R) at the step's start, `[R]` each.
-        """
+        """`train_step` on given batches `x [R, B, I]`, `t [R, B, 1]` (a test
+        replays another code's data with it): `(carry, (loss, regularization))`,
+        each replica's loss and λ·R at the step's start `[R]`."""
 
         def total(weights):
             losses, aux = jax.vmap(self._replica_loss, in_axes=(0, 0, None, 0, 0))(
@@ -271,13 +176,12 @@ class JaxReplicaRun(ReplicaRun):
         gradients, (losses, (model_state, loss, regularization)) = jax.grad(
             total, has_aux=True
         )(carry.weights)
-        gradients = self.setup.optimizer.clip(gradients, _JaxOps)
+        gradients = self.setup.optimizer.clip(gradients)
         weights, optimizer = self.optimizer.stateless_apply(
             carry.optimizer, gradients, carry.weights
         )
         flags = [True] * len(weights) + self._slot_flags + [True] * len(model_state)
         kept, active, diverged = step_rules(
-            _JaxOps,
             self.setup.constraints,
             losses,
             [*weights, *optimizer, *model_state],
@@ -306,14 +210,8 @@ class JaxReplicaRun(ReplicaRun):
 
     @classmethod
     def train_together(cls, runs, steps: int, programs: dict) -> None:
-        """Trains `steps` steps of several runs as one compiled program.
-
-        The runs may differ in their model, training and step; each iteration
-        of the program's loop takes one step of each (`_scan_steps`, the loop
-        a run trains alone in), so the runs share a device's cost per step.
-        The program is compiled once per set of runs (a run that ends means
-        another program for the others) and kept in `programs`.
-        """
+        """Trains `steps` steps of several runs (any recipes, any steps) as one
+        program (`_scan_steps`), compiled once per set of runs."""
         if len(runs) == 1:
             return super().train_together(runs, steps, programs)
         key = tuple(id(run) for run in runs)
@@ -323,8 +221,6 @@ class JaxReplicaRun(ReplicaRun):
         strengths = [run.strengths(run.step, run.step + steps) for run in runs]
         starts = [run.step for run in runs]
         cls._train_programs(programs[key], runs, starts, strengths)
-
-    # --- evaluation -----------------------------------------------------------------
 
     def _group_errors(self, trainable, model_state, members, x, targets):
         """Chunked float32 sums of squared errors: `[n, size / _CHUNK]`."""
@@ -342,16 +238,8 @@ class JaxReplicaRun(ReplicaRun):
         return jax.vmap(one)(weights, state, targets)
 
     def mean_squared_errors(self, x, targets, members=None) -> np.ndarray:
-        """The MSE of replicas `members` on a fixed set, as an evaluation has it.
-
-        Args:
-            x: the set's inputs, `[n, I]`.
-            targets: each member's targets, `[len(members), n, 1]`.
-            members: the replicas (default: every one, in order).
-
-        Returns:
-            A float64 array `[len(members)]`.
-        """
+        """Float64 MSEs `[len(members)]` of replicas `members` (default: all)
+        on inputs `x [n, I]` and their `targets [len(members), n, 1]`."""
         if members is None:
             members = jnp.arange(self.num_replicas)
         with matmul_precision():
@@ -365,8 +253,7 @@ class JaxReplicaRun(ReplicaRun):
         return np.asarray(sums, np.float64).sum(axis=-1) / x.shape[0]
 
     def _replica_errors(self):
-        interpolation = np.zeros(self.num_replicas)
-        extrapolation = np.zeros(self.num_replicas)
+        interpolation, extrapolation = np.zeros((2, self.num_replicas))
         for members, x_val, t_val, x_test, t_test in self._groups:
             rows = np.asarray(members)
             interpolation[rows] = self.mean_squared_errors(x_val, t_val, members)
@@ -376,10 +263,11 @@ class JaxReplicaRun(ReplicaRun):
     def _replica_sparsity(self, trainable, model_state):
         def one(weights, state):
             with self._weights_in_force(weights, state):
+                # A Variable's value inside the StatelessScope is the replica's.
                 errors = [
-                    distance_to_sparse(w, xp=jnp)
-                    for read in self._effective
-                    for w in read()
+                    distance_to_sparse(keras.ops.convert_to_tensor(w), xp=jnp)
+                    for unit in self._units
+                    for w in effective_weight_tensors(unit).values()
                 ]
             return functools.reduce(jnp.maximum, errors, jnp.float32(0.0))
 
@@ -397,40 +285,8 @@ class JaxReplicaRun(ReplicaRun):
     def _set_active(self, active: np.ndarray) -> None:
         self.carry = self.carry._replace(active=jnp.asarray(active))
 
-    # --- state ------------------------------------------------------------------
-
     def _engine_state(self) -> EngineState:
         return self.carry.map(np.asarray)
 
     def _set_engine_state(self, state: EngineState) -> None:
         self.carry = state.map(jnp.asarray)
-
-    def stacked_weights(self) -> list[np.ndarray]:
-        return [np.asarray(w) for w in self.carry.weights]
-
-    def stacked_optimizer_state(self) -> list[np.ndarray]:
-        return [
-            np.asarray(v)
-            for v, per_replica in zip(self.carry.optimizer, self._slot_flags)
-            if per_replica
-        ]
-
-    def stacked_state(self) -> list[np.ndarray]:
-        return [np.asarray(s) for s in self.carry.model_state]
-
-
-def _effective_weight_readers(model) -> list:
-    """One callable per unit: its effective weights, as tensors, when called."""
-    return [
-        functools.partial(_read_effective, layer)
-        for layer in iter_layers(model)
-        if layer is not model
-    ]
-
-
-def _read_effective(layer) -> list:
-    # A Variable's value inside the StatelessScope is the replica's.
-    return [
-        keras.ops.convert_to_tensor(value)
-        for value in effective_weight_tensors(layer).values()
-    ]

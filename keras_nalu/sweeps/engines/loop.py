@@ -1,13 +1,4 @@
-"""The training loop of a replica run: blocks, evaluations, backups, stops.
-
-`train_loop` trains a run block by block, a block being the steps between
-two evaluations (`eval_every`), each compiled by the engine as one call. After
-each block it evaluates, writes the backup when it is due, reports progress,
-and stops at the last step, when no replica is left, at a `deadline`
-(`TimeLimitReached`) or at Ctrl-C (`stop_at_interrupt`). Where a run is
-backed up, how often, and when it stops is one `TrainingLimits` value.
-Several runs train side by side through the same loop, each as if alone.
-"""
+"""The training loop of a replica run: blocks, evaluations, backups, stops."""
 
 from __future__ import annotations
 
@@ -55,11 +46,9 @@ class TrainingLimits:
 class TimeLimitReached(RuntimeError):
     """A run reached its `deadline` and stopped after saving its backup.
 
-    Training the same configuration and seeds again with the same backup
-    file continues from where it stopped (`train_replicas`, `run_sweep`).
-    A chunk of a sweep whose seeds train one at a time stops between two
-    seeds instead, without a backup; its `rows` attribute then holds the
-    rows of the seeds it finished.
+    The same call with the same backup file continues it. A sweep chunk
+    whose seeds train one at a time stops between two seeds instead, without
+    a backup; its `rows` attribute holds the rows of the seeds it finished.
     """
 
 
@@ -67,45 +56,31 @@ class TimeLimitReached(RuntimeError):
 _stop_requested = threading.Event()
 
 SAME_CTRL_C = 1.0
-"""Seconds within which SIGINTs count as one Ctrl-C.
-
-A terminal sends one to every process of its foreground group, and
-`timeout -s INT` one to its command and one more to the command's group:
-one Ctrl-C may reach a process twice, microseconds apart. A second Ctrl-C
-(`stop_at_interrupt`) is one at least this long after the first."""
+"""Seconds within which SIGINTs count as one Ctrl-C: a terminal sends one to
+every process of its group, and `timeout -s INT` one to its command and one
+to the command's group, so one Ctrl-C may arrive twice, microseconds apart."""
 
 RUN_AGAIN = "run it again to continue"
 """What a stop's message ends with when running the same again continues."""
 
 
 def stop_requested() -> bool:
-    """Whether a Ctrl-C inside `stop_at_interrupt` asked the runs to stop.
-
-    `ReplicaRun.train` stops at its next evaluation; a run that trains one
-    seed at a time (`keras_nalu.sweeps.chunks`) asks this between its
-    evaluations.
-    """
+    """Whether a Ctrl-C inside `stop_at_interrupt` asked the runs to stop."""
     return _stop_requested.is_set()
 
 
 def request_stop() -> None:
-    """Asks every run to stop at its next evaluation, as a Ctrl-C does.
-
-    A sweep's process tells its worker processes so (`stop_requested` is
-    then true there too).
-    """
+    """Asks every run to stop at its next evaluation, as a Ctrl-C does."""
     _stop_requested.set()
 
 
 class _CtrlC:
     """The SIGINT handler of one `stop_at_interrupt`: counts its Ctrl-Cs.
 
-    The first asks every run to stop (`request_stop`); one at least
-    `SAME_CTRL_C` seconds later is the second. Python runs a handler in
-    the main thread, between two of its bytecodes; with `end_process`, a
-    thread of its own also reads each signal as it comes (Python's wakeup
-    file descriptor), counts it there and ends the process at the second,
-    while the main thread waits on XLA or on the threads that train.
+    Python runs a handler in the main thread between two bytecodes; with
+    `end_process`, a thread of its own reads each signal as it comes (the
+    wakeup file descriptor), so a second Ctrl-C ends the process even while
+    the main thread waits on XLA or on the threads that train.
     """
 
     def __init__(self, second_stops_now: bool, end_process: str | None):
@@ -129,11 +104,8 @@ class _CtrlC:
         return self.second_stops_now and now - self.first >= SAME_CTRL_C
 
     def settle(self) -> None:
-        """Waits until `SAME_CTRL_C` has passed since the first Ctrl-C, if any.
-
-        A signal of that Ctrl-C that comes late is then still taken for it,
-        not for a Ctrl-C after the block (a `KeyboardInterrupt` anywhere).
-        """
+        """Waits out `SAME_CTRL_C` after a first Ctrl-C: a late signal of it
+        is then not taken for a Ctrl-C after the block."""
         if self.first is not None:
             time.sleep(max(0.0, self.first + SAME_CTRL_C - time.monotonic()))
 
@@ -171,23 +143,18 @@ class _CtrlC:
 def stop_at_interrupt(second_stops_now: bool = True, end_process: str | None = None):
     """Within it, Ctrl-C stops every run at its next evaluation, after a backup.
 
-    The first SIGINT asks each `ReplicaRun.train` (in any thread) to stop at
-    its next evaluation: it writes its backup there, if it has one, and
-    raises `KeyboardInterrupt`, so a killed sweep loses nothing of its chunk
-    in training. The SIGINTs of `SAME_CTRL_C` seconds count as one Ctrl-C.
-    A second Ctrl-C stops at once: it raises `KeyboardInterrupt` in the main
-    thread (when that thread next runs Python), or, with `end_process`,
-    ends the process whatever it is doing (compiling, waiting on the threads
-    or processes that train), after printing `end_process` on stderr, with
-    status 130; what the runs trained since their last backup is lost.
-    With `second_stops_now` False, a second Ctrl-C does nothing: a Ray
-    worker, to which Ray's cancellation comes as SIGINT, maybe more than
-    once, and which Ray ends itself to stop a task at once. Outside the main
-    thread (Python delivers signals there only), or within another
-    `stop_at_interrupt`, the block runs as it is.
+    The first SIGINT (those of `SAME_CTRL_C` seconds count as one) asks each
+    `ReplicaRun.train`, in any thread, to back up at its next evaluation and
+    raise `KeyboardInterrupt`. A second Ctrl-C raises `KeyboardInterrupt` in
+    the main thread at once, or, with `end_process`, prints that line on
+    stderr and ends the process with status 130 whatever it is doing. Outside
+    the main thread, or within another `stop_at_interrupt`, the block runs
+    as it is.
 
     Args:
-        second_stops_now: whether a second Ctrl-C stops at once.
+        second_stops_now: whether a second Ctrl-C stops at once; False for a
+            Ray worker, to which Ray's cancellation comes as SIGINT, maybe
+            more than once, and which Ray ends itself.
         end_process: None, or the line to print before a second Ctrl-C
             ends the process.
     """
@@ -212,9 +179,7 @@ def stop_at_interrupt(second_stops_now: bool = True, end_process: str | None = N
 def stop_with(kind: type[BaseException], where: str, again: bool):
     """A stop (`KeyboardInterrupt`, `TimeLimitReached`) saying where a run stopped.
 
-    Its message is `where`, then `RUN_AGAIN` if running the same again
-    continues the run; `where` and `again` are its attributes too, which
-    `stopped_together` reads.
+    Its message is `where`, then `RUN_AGAIN` if `again`; both are attributes.
     """
     stop = kind(f"{where}: {RUN_AGAIN}" if again else where)
     stop.where, stop.again = where, again
@@ -222,12 +187,8 @@ def stop_with(kind: type[BaseException], where: str, again: bool):
 
 
 def stopped_together(stops: list[BaseException]) -> BaseException:
-    """One stop for runs that stopped together (threads, a pack, processes).
-
-    A `KeyboardInterrupt` if any run stopped at Ctrl-C, else a
-    `TimeLimitReached`; its message names where each run stopped (and its
-    backup), once with `RUN_AGAIN`.
-    """
+    """One stop for runs that stopped together: a `KeyboardInterrupt` if any
+    did, else a `TimeLimitReached`, naming where each stopped."""
     if len(stops) == 1:
         return stops[0]
     interrupted = any(isinstance(stop, KeyboardInterrupt) for stop in stops)
@@ -240,17 +201,10 @@ def stopped_together(stops: list[BaseException]) -> BaseException:
 class RunLoop:
     """One run's side of a training loop: evaluations, backups, progress, stops.
 
-    The engine trains the steps; this decides where a block ends (the next
-    evaluation, `next_stop`) and, once the run has trained up to there
-    (`trained`), evaluates it, writes its backup when due, reports progress
-    and raises where the run stops early. `train_loop` drives one run or
-    several at once with it.
-
-    Args:
-        run: a `ReplicaRun`.
-        progress: see `ReplicaRun.train`.
-        limits: the run's backup file, how often, and its deadline; None
-            for `TrainingLimits()` (no backup, no deadline).
+    The engine trains the steps; this says where a block ends (`next_stop`)
+    and, once the run is there (`trained`), evaluates it, backs it up when
+    due, reports progress and raises where the run stops early. `progress`
+    and `limits`: as for `ReplicaRun.train`.
     """
 
     def __init__(
@@ -303,12 +257,7 @@ class RunLoop:
         return min((run.step // every + 1) * every, run.total_steps)
 
     def trained(self, steps: int) -> None:
-        """The engine trained `steps` more steps, not past `next_stop()`.
-
-        At the next evaluation, evaluates, writes the backup when it is due,
-        and raises `TimeLimitReached` past the deadline or `KeyboardInterrupt`
-        after Ctrl-C, unless the run has ended.
-        """
+        """The engine trained `steps` more steps, not past `next_stop()`."""
         run = self.run
         stop = self.next_stop()
         run.step += steps
@@ -364,23 +313,14 @@ def train_loop(
 ) -> None:
     """Trains runs from their steps to their last steps, each as if alone.
 
-    One run trains block by block in its own compiled program; several runs
-    train side by side, all advancing to the nearest evaluation of any of
-    them, in one program of their engine (`ReplicaRun.train_together`, JAX).
-    Each keeps its own evaluations, early stops, divergence, backups and
-    length (`RunLoop`); a run that has ended drops out.
+    Several runs advance together to the nearest evaluation of any of them,
+    in one program of their engine (`ReplicaRun.train_together`, JAX); each
+    keeps its own `RunLoop`, and one that has ended drops out.
 
-    Args:
-        runs: `ReplicaRun`s of one engine.
-        progress: per run, see `ReplicaRun.train`; None for none.
-        limits: per run, its `TrainingLimits`; None for none.
-        on_finished: called with a run's index once it has ended (its last
-            step, or no replica left), before the others go on.
-
-    Raises:
-        TimeLimitReached, KeyboardInterrupt: some run stopped at its deadline
-            or at Ctrl-C (`stop_at_interrupt`), each run left at its next
-            evaluation, after its backup (one message, `stopped_together`).
+    `runs` are of one engine; `progress`, `limits`: per run, as for
+    `ReplicaRun.train` (None for none); `on_finished(index)` is called once a
+    run has ended, before the others go on. Raises `TimeLimitReached` or
+    `KeyboardInterrupt` as one `stopped_together`.
     """
     runs = list(runs)
     if len(runs) > 1 and not all(run.supports_packing for run in runs):

@@ -1,36 +1,20 @@
-"""The template's optimizer on stacked weights: element-wise, clipped per replica.
-
-Adam and the other Keras optimizers update each element of a weight on its
-own, so one optimizer built on the stacked weights `[R, ...]` updates each
-replica as if it were trained alone. Two options mix the replicas and are
-translated: norm clipping (`clipnorm`, `global_clipnorm`), which Keras would
-apply to the stacked gradients, is applied by the engines to each replica's
-gradients on its own (`ReplicaOptimizer.clip`); `use_ema` is refused.
-"""
+"""The template's optimizer on stacked weights: element-wise, clipped per replica."""
 
 from __future__ import annotations
 
 import dataclasses
 
 import keras
-
-# Norm clipping mixes the replicas if Keras applies it to the stacked
-# gradients: the engines clip each replica's gradient by its own norm instead.
-_PER_REPLICA_OPTIONS = ("clipnorm", "global_clipnorm")
-_NON_ELEMENTWISE_OPTIONS = ("use_ema",)
+from keras import ops
 
 
 @dataclasses.dataclass(frozen=True)
 class ReplicaOptimizer:
     """How to build a model's optimizer on stacked weights, and clip per replica.
 
-    Attributes:
-        optimizer_class: the template model's optimizer class (e.g. `Adam`).
-        config: its config without norm clipping (which `clip` applies).
-        clipnorm: the per-weight norm each replica's gradients are clipped
-            to, or None.
-        global_clipnorm: the norm of all of a replica's gradients together
-            they are clipped to, or None (never both).
+    `config` is the optimizer's without norm clipping, which `clip` applies
+    per replica: `clipnorm` to each weight's gradient, or `global_clipnorm`
+    to all of a replica's together (never both).
     """
 
     optimizer_class: type
@@ -46,22 +30,20 @@ class ReplicaOptimizer:
             ValueError: the optimizer mixes the replicas (`use_ema`).
         """
         config = optimizer.get_config()
-        for option in _NON_ELEMENTWISE_OPTIONS:
-            if config.get(option):
-                raise ValueError(
-                    f"train_replicas needs an element-wise optimizer; {option} "
-                    f"mixes the replicas. Received: {option}={config[option]!r}"
-                )
-        # Per replica: the norm of each weight's gradient (clipnorm) or of all
-        # of them (global_clipnorm), as Keras clips one model's.
-        clipnorm = config.get("clipnorm")
-        global_clipnorm = config.get("global_clipnorm")
+        if config.get("use_ema"):
+            raise ValueError(
+                "train_replicas needs an element-wise optimizer; use_ema mixes "
+                f"the replicas. Received: use_ema={config['use_ema']!r}"
+            )
+        clipnorm, global_clipnorm = (
+            config.get("clipnorm"),
+            config.get("global_clipnorm"),
+        )
         if clipnorm or global_clipnorm:
             # Keras then ignores clipvalue (and global_clipnorm, if both).
             global_clipnorm = None if clipnorm else global_clipnorm
             config["clipvalue"] = None
-        for option in _PER_REPLICA_OPTIONS:
-            config[option] = None
+        config.update(clipnorm=None, global_clipnorm=None)
         return cls(type(optimizer), config, clipnorm, global_clipnorm)
 
     def build(self, stacked_variables) -> keras.optimizers.Optimizer:
@@ -72,36 +54,23 @@ class ReplicaOptimizer:
 
     @staticmethod
     def per_replica(optimizer, stacked_variables) -> list[bool]:
-        """For each of the optimizer's variables, whether it is per replica.
-
-        A variable shaped as a stacked weight `[R, ...]` (Adam's moments)
-        holds one slice per replica: a replica that stops (diverged, solved)
-        keeps its slice as it was, and a backup or `optimizer_state(r)`
-        reads it per replica. The others (the step count, a scalar) are
-        shared by every replica.
-
-        Args:
-            optimizer: the optimizer `build` gave.
-            stacked_variables: the stacked weights it was built on.
-        """
+        """For each variable of an optimizer `build` gave, whether it is per
+        replica: shaped as a stacked weight `[R, ...]` (Adam's moments), so a
+        stopped replica keeps its slice. The others (the step count) are
+        shared."""
         shapes = {tuple(v.shape) for v in stacked_variables}
         return [
             len(v.shape) > 0 and tuple(v.shape) in shapes for v in optimizer.variables
         ]
 
-    def clip(self, gradients, ops):
+    def clip(self, gradients):
         """Each replica's gradients clipped as Keras clips one model's.
 
         As in Keras' optimizers: with `clipnorm`, g · c / max(‖g‖, c) for each
         weight's gradient; else with `global_clipnorm`, every gradient times
         c · min(1/‖G‖, 1/c), ‖G‖ the norm of all of them together. Here the
-        norms are each replica's own (over all but the leading axis), so no
-        replica's step depends on another's.
-
-        Args:
-            gradients: stacked `[R, ...]` gradients, one per weight.
-            ops: the backend's array functions (`sqrt`, `sum`, `square`,
-                `maximum`, `minimum`, `reshape`), e.g. `jax.numpy`.
+        norms are each replica's own (over all but the leading axis) of the
+        stacked `[R, ...]` gradients, so no replica's step depends on another's.
         """
 
         def squares(values):

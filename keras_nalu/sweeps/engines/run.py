@@ -1,32 +1,6 @@
 """`ReplicaRun`: what every replica engine shares, as Keras' `Trainer` is shared.
 
-An engine trains R runs of the arithmetic task together as one vectorized
-model: the replicas' weights are stacked along a leading axis and one
-template Keras model computes every replica's loss with
-`model.stateless_call`, so each unit's formula (regularizers included) is the
-one in its layer. The engines differ only in how a block of training steps
-and an evaluation are compiled: `engines/tensorflow.py` (`tf.function`,
-`tf.vectorized_map`) and `engines/jax.py` (`jax.jit`, `jax.vmap`,
-`jax.lax.scan`), as Keras keeps `keras/src/trainers/trainer.py` apart from
-`keras/src/backend/*/trainer.py`. Around them: `setup.py` (the template and
-the stacked start), `schedule.py` (λ), `verdicts.py`, `loop.py`, `state.py`
-and `backup.py`; `train.py` picks the engine.
-
-Per replica, everything follows `run_experiment` with that replica's config:
-
-- initialization: the weights `build_model` gives after
-  `keras.utils.set_random_seed(seed)`;
-- λ(t): the preset's `RegularizationSchedule`, held over each block of
-  `steps_per_execution` steps, as in `model.fit`;
-- constraints: each weight's constraint, per replica, after every step;
-- evaluation every `eval_every` steps on the task's fixed validation and test
-  sets, judged by `summarize_evaluations` against `success_threshold` (as an
-  `EvaluationSummary` folded as the run goes, so no list is needed);
-- divergence: a replica whose loss or weights stop being finite is frozen at
-  its last finite state and recorded as diverged; the others never see it.
-
-Reference: Madsen & Johansen, "Neural Arithmetic Units", ICLR 2020, §4.1.1
-and App. C.2 (100 seeds per configuration).
+What each engine follows per replica: docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -35,10 +9,12 @@ import dataclasses
 import os
 from collections.abc import Callable, Sequence
 
+import keras
 import numpy as np
 
-from keras_nalu._validation import check_positive_int, check_seeds
+from keras_nalu._validation import check_positive_int, check_seeds, is_integer
 from keras_nalu.errors import ArgumentError
+from keras_nalu.evaluation import sparsity_error
 from keras_nalu.experiments import (
     ExperimentConfig,
     execution_size,
@@ -51,20 +27,19 @@ from keras_nalu.sweeps.engines.loop import TrainingLimits, train_loop
 from keras_nalu.sweeps.engines.schedule import strength_table
 from keras_nalu.sweeps.engines.setup import (
     ReplicaSetup,
+    build_replica,
     check_configs,
+    model_state,
 )
 from keras_nalu.sweeps.engines.state import RunState
-from keras_nalu.sweeps.engines.variables import ReplicaVariables
 from keras_nalu.sweeps.engines.verdicts import Verdicts
 
 MAX_UNROLL = 64
-"""The most training steps one iteration of the JAX engine's compiled loop
-may hold (`unroll`). XLA compiles the step that many times over, so the
-compile time grows with it, while the loop's condition is already read
-once per 64 steps; a larger value asks for a long compile and nothing more."""
+"""The most steps one iteration of the JAX engine's compiled loop may hold
+(`unroll`): XLA compiles the step that many times over, for nothing more."""
 
 
-class ReplicaRun(ReplicaVariables):
+class ReplicaRun:
     """R seeds of one `ExperimentConfig` trained as one vectorized model.
 
     With W_r the weights of replica r, stacked as W = [W_1, ..., W_R], each
@@ -76,30 +51,19 @@ class ReplicaRun(ReplicaVariables):
     replica r's stream; ∂L/∂W_r is replica r's own gradient, and Adam
     (element-wise) updates each replica as if it were trained alone.
 
-    The engines' base class: `replica_run(config, seeds)` builds a run on
-    the engine of the Keras backend in use (`KERAS_BACKEND`), an engine
-    class (`JaxReplicaRun(config, seeds)`) on its own. Call `train()`, then
-    read `results()` (one `run_experiment`-style record per replica) or
-    `model_for(r)` (a Keras model holding replica r's weights).
-    `train(limits=TrainingLimits(backup=…))` saves the whole state now and
-    then (`save_backup`),
-    and a new run of the same configuration and seeds continues from it
-    (`restore_backup`). `batched(configs)` trains runs of different tasks
-    (operation, ranges, subsets) that share the model and its training as
-    one run (JAX engine).
+    The engines' base class: build a run with `replica_run(config, seeds)`
+    (the Keras backend's engine) or an engine's class, `train()` it, then
+    read `results()` or `model_for(r)`.
 
     Args:
         config: the configuration; its `seed` is ignored (see `seeds`).
         seeds: the replicas' seeds, distinct integers >= 0.
-        history: keep every evaluation in memory for the records' `history`
-            (True); False keeps only each replica's `EvaluationSummary`,
-            which is all the verdict needs, and gives `history=None` (a
-            sweep chunk of 1,000 replicas × 5,000 evaluations would
-            otherwise hold 5·10⁶ `Evaluation` objects).
-        unroll: training steps per iteration of the compiled loop over a
-            block of steps (`jax.lax.scan`'s `unroll`, JAX engine only), 1
-            to `MAX_UNROLL`: a GPU then runs the loop's condition once per
-            `unroll` steps. The records are the same for every value.
+        history: keep every evaluation for the records' `history` (True);
+            False keeps only each replica's `EvaluationSummary` (a chunk of
+            1,000 replicas × 5,000 evaluations would hold 5·10⁶ of them).
+        unroll: steps per iteration of the compiled loop (`jax.lax.scan`'s
+            `unroll`, JAX engine only), 1 to `MAX_UNROLL`; the records are
+            the same for every value.
 
     Example:
 
@@ -143,16 +107,11 @@ class ReplicaRun(ReplicaVariables):
         history: bool = True,
         unroll: int = 1,
     ):
-        """One run of several configurations, each with its own seed.
+        """One run of configs that share their recipe (`RECIPE_FIELDS`).
 
-        The configs must share the model and its training (`RECIPE_FIELDS`)
-        and may differ in the task: operation, subset geometry, ranges and
-        seed. Each replica's record equals its config's run alone, up to
-        float rounding.
-
-        Args:
-            configs: the runs, one `ExperimentConfig` each (seed included).
-            history, unroll: as for `ReplicaRun`.
+        They may differ in their task and seed; each record equals its
+        config's run alone, up to float rounding. `history`, `unroll`: as
+        for `ReplicaRun`.
 
         Raises:
             ValueError: the configs differ in more than their task, and this
@@ -239,32 +198,12 @@ class ReplicaRun(ReplicaVariables):
             )
         return f"{self.config.model} ×{self.num_replicas} runs"
 
-    # --- what an engine implements ------------------------------------------
-
-    def _build_engine(self) -> None:
-        """Creates the engine's state from `setup` (weights, optimizer, data)."""
-        raise NotImplementedError
-
-    def _train_block(self, start: int, strengths: np.ndarray) -> None:
-        """Trains steps `start … start + len(strengths) - 1`.
-
-        `strengths[i, j]` is λ of scheduled regularizer j at step start + i.
-        """
-        raise NotImplementedError
-
-    def _replica_errors(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every replica's interpolation and extrapolation MSE now, float64 `[R]`."""
-        raise NotImplementedError
-
-    def _diverged_at(self) -> np.ndarray:
-        """`[R]` int: the step at which each replica diverged, or -1."""
-        raise NotImplementedError
-
-    def _set_active(self, active: np.ndarray) -> None:
-        """Tells the compiled step which replicas still train."""
-        raise NotImplementedError
-
-    # --- training -------------------------------------------------------------
+    # An engine implements `_build_engine()` (its state from `setup`),
+    # `_train_block(start, strengths)` (`strengths[i, j]`: λ of regularizer j
+    # at step start + i), `_replica_errors()` (float64 `[R]` interpolation and
+    # extrapolation MSEs), `_diverged_at()` (`[R]`: each replica's divergence
+    # step or -1), `_set_active(active)`, `_engine_state()` (its variables as
+    # NumPy arrays, an `EngineState`) and `_set_engine_state(state)`.
 
     def strengths(self, start: int, stop: int) -> np.ndarray:
         """λ of every scheduled regularizer for steps start … stop - 1."""
@@ -295,12 +234,10 @@ class ReplicaRun(ReplicaVariables):
 
     @classmethod
     def train_together(cls, runs, steps: int, programs: dict) -> None:
-        """Trains `steps` more steps of each of `runs`, each from its own step.
+        """Trains `steps` more steps of each of `runs` (here one), from its step.
 
-        `train_loop` calls it with the runs still training; an engine that
-        trains several runs as one program (`supports_packing`) overrides it
-        and keeps its compiled programs in `programs`. Here: one run, its
-        own block.
+        An engine with `supports_packing` trains several as one program,
+        kept in `programs`.
         """
         (run,) = runs
         run.train_block(run.step, run.step + steps)
@@ -310,33 +247,128 @@ class ReplicaRun(ReplicaVariables):
         progress: bool | Callable[[int], None] = True,
         limits: TrainingLimits | None = None,
     ) -> None:
-        """Trains every replica for the configuration's iterations.
+        """Trains every replica for the configuration's iterations (`train_loop`).
 
         Evaluates at step 0 and every `eval_every` steps; a replica stops when
         it diverges, or (with `stop_on_success`) at its first solved
-        evaluation; the loop (`train_loop`) ends when none is left or at the
-        last step. Called again (after `restore_backup`), it goes on.
+        evaluation. Called again (after `restore_backup`), it goes on.
 
         Args:
-            progress: True for a tqdm bar over the steps, False for none, or a
-                callable that receives the number of steps just done (a
-                restored run first reports the steps it starts from, to the
-                callable's `resumed` method if it has one, so that a rate
-                counts only the steps trained).
-            limits: where the run writes its backup (`save_backup`, after an
-                evaluation once `backup_every` seconds have passed, so a
-                killed run loses at most that much), and the deadline at whose
-                first evaluation it stops (`TrainingLimits`); None for none.
+            progress: True for a tqdm bar, False for none, or a callable that
+                receives the number of steps just done (a restored run's steps
+                before go to its `resumed` method if it has one).
+            limits: the run's `TrainingLimits`; None for none.
 
         Raises:
             TimeLimitReached: the run stopped at its deadline, after its backup.
-            KeyboardInterrupt: Ctrl-C (see `stop_at_interrupt`, which this
-                method uses): the run stopped at its next evaluation, after
-                writing its backup there.
+            KeyboardInterrupt: Ctrl-C (`stop_at_interrupt`): the run stopped
+                at its next evaluation, after writing its backup there.
         """
         train_loop([self], [progress], [limits])
 
-    # --- state and backups ----------------------------------------------------
+    def _build_stacked(self) -> list:
+        """The stacked weights as Keras variables, and the optimizer on them."""
+        stacked = [
+            keras.Variable(values, name=variable.name, dtype=variable.dtype)
+            for values, variable in zip(
+                self.setup.initial_weights, self.setup.variables
+            )
+        ]
+        self.optimizer = self.setup.optimizer.build(stacked)
+        self._slot_flags = self.setup.optimizer.per_replica(self.optimizer, stacked)
+        return stacked
+
+    def stacked_weights(self) -> list[np.ndarray]:
+        """Every trainable weight, stacked over replicas: `[R, ...]` arrays."""
+        return list(self._engine_state().weights)
+
+    def stacked_optimizer_state(self) -> list[np.ndarray]:
+        """Every per-weight optimizer variable (Adam's m, v), stacked: `[R, ...]`."""
+        optimizer = self._engine_state().optimizer
+        return [v for v, own in zip(optimizer, self._slot_flags) if own]
+
+    def stacked_state(self) -> list[np.ndarray]:
+        """The model's other non-trainable variables, stacked: `[R, ...]`."""
+        return list(self._engine_state().model_state)
+
+    def weights(self, r: int) -> list[np.ndarray]:
+        """Replica r's trainable weights, in `model.trainable_variables` order."""
+        return [w[r] for w in self.stacked_weights()]
+
+    def set_weights(self, r: int, weights: Sequence[np.ndarray]) -> None:
+        """Sets replica r's trainable weights (e.g. a hand-set solution, to see
+        whether training keeps it); the others and the optimizer are untouched.
+
+        Args:
+            r: the replica, `0 <= r < num_replicas`.
+            weights: one array per trainable weight, in order, of its shape.
+
+        Raises:
+            ValueError: `r` is not a replica, or `weights` do not match the
+                model's weights in number or shape.
+
+        Example:
+
+        >>> import numpy as np
+        >>> from keras_nalu.experiments import ExperimentConfig
+        >>> from keras_nalu.sweeps.engines import replica_run
+        >>> run = replica_run(ExperimentConfig(model="nau", input_size=10,
+        ...                                    iterations=10, eval_every=10), [4, 7])
+        >>> run.set_weights(1, [np.ones((10, 2)), np.ones((2, 1))])
+        >>> float(run.weights(1)[0].sum()), bool(run.weights(0)[0].sum() == 20)
+        (20.0, False)
+        """
+        state = self._engine_state()
+        if not is_integer(r) or not 0 <= r < self.num_replicas:
+            raise ValueError(
+                f"set_weights expects r to be a replica, 0 <= r < "
+                f"{self.num_replicas}. Received: r={r!r}"
+            )
+        shapes = [tuple(w.shape[1:]) for w in state.weights]
+        given = [tuple(np.shape(w)) for w in weights]
+        if given != shapes:
+            raise ValueError(
+                f"set_weights expects weights of shapes {shapes}. "
+                f"Received: shapes {given}"
+            )
+        changed = [np.array(w) for w in state.weights]
+        for stack, values in zip(changed, weights):
+            stack[r] = values
+        self._set_engine_state(state._replace(weights=changed))
+
+    def optimizer_state(self, r: int) -> list[np.ndarray]:
+        """Replica r's slice of every per-weight optimizer variable (Adam's m, v)."""
+        return [v[r] for v in self.stacked_optimizer_state()]
+
+    def model_for(self, r: int) -> keras.Model:
+        """A compiled Keras model of the configuration holding replica r's weights.
+
+        Example:
+
+        >>> from keras_nalu.experiments import ExperimentConfig
+        >>> from keras_nalu.sweeps.engines import replica_run
+        >>> run = replica_run(ExperimentConfig(model="nau", input_size=10,
+        ...                                    iterations=10, eval_every=10), [4, 7])
+        >>> model = run.model_for(1)
+        >>> [tuple(w.shape) for w in model.trainable_weights]
+        [(10, 2), (2, 1)]
+        """
+        model, _ = build_replica(self.configs[r])
+        for variable, values in zip(model.trainable_variables, self.weights(r)):
+            variable.assign(values)
+        for variable, values in zip(model_state(model), self.stacked_state()):
+            variable.assign(values[r])
+        return model
+
+    def _sparsity_errors(self, replicas) -> dict[int, float]:
+        """The sparsity error of each of `replicas` (the template, reassigned)."""
+        stacked = self.stacked_weights()
+        errors = {}
+        for r in replicas:
+            for variable, values in zip(self.setup.variables, stacked):
+                variable.assign(values[r])
+            errors[r] = sparsity_error(self.template)
+        return errors
 
     def get_state(self) -> RunState:
         """The run's whole state now; the variables are copies, not the verdicts."""
@@ -351,70 +383,50 @@ class ReplicaRun(ReplicaVariables):
         self._set_active(self.verdicts.active)
 
     def save_backup(self, path: str | os.PathLike) -> None:
-        """Writes the run's whole state at `step` to one `.npz` file.
+        """Writes the run's whole state (`get_state`) to one `.npz` file, atomically.
 
-        The state (`get_state`) is every replica's weights and optimizer
-        variables (Adam's moments and step count), which replicas are still
-        running, and each replica's `EvaluationSummary` (not the evaluations
-        themselves, so the file's size does not grow as the run goes on); the
-        training batches need none, as batch b is a function of b. The file
-        is written beside `path` and renamed over it, so it is always a
-        complete backup. `restore_backup` reads it back.
+        The batches need no state (batch b is a function of b), and the
+        evaluations are kept as summaries, so the file does not grow.
         """
         backup_file.save_backup(self, path)
 
     def restore_backup(self, path: str | os.PathLike) -> bool:
         """Continues from a `save_backup` file of this configuration and seeds.
 
-        The verdicts continue exactly. The records' `history` then holds
-        the evaluations after the backup's step only (a backup holds no
-        list of evaluations), while their `evaluations` counts all of them;
-        a backup of format 1, which held the list, restores it whole.
+        The verdicts continue exactly; the records' `history` holds only the
+        evaluations after the backup's step (all of them from format 1).
 
-        Returns:
-            True if the file existed and the run now stands at its step;
-            False if there is no such file (the run is untouched).
+        Returns True if the file existed, False (the run untouched) if not.
 
         Raises:
-            ValueError: the file is not a backup of this configuration and
-                these seeds, or of another engine (the run is untouched).
+            ValueError: the file is not a backup of this run, or is of another
+                engine (the run is untouched).
         """
         return backup_file.restore_backup(self, path)
-
-    # --- results --------------------------------------------------------------
-
-    def device(self) -> str:
-        """The device the engine trains on, in words (e.g. "cpu")."""
-        return device_name()
 
     def results(self) -> list[dict]:
         """One record per replica, with the fields of `run_experiment`'s record.
 
-        `wall_time` is the wall time of the whole vectorized run (shared by
-        its replicas); `iterations_per_second` is per replica, and `replicas`
-        says how many replicas trained together; `engine` and `device` say
-        where. `evaluations` counts every evaluation of the replica;
-        `history` lists them as `(step, interpolation_mse,
-        extrapolation_mse, sparsity_error)` tuples, except those before the
-        step of a (format 2) backup this run was restored from, and is None
-        for a run built with `history=False`.
+        `wall_time` is the whole vectorized run's; `iterations_per_second`
+        is per replica; `replicas`, `engine` and `device` say how it trained.
+        `history` (None with `history=False`) lists `(step,
+        interpolation_mse, extrapolation_mse, sparsity_error)` tuples, not
+        those before a restored backup's step.
         """
-        device = self.device()
-        records = []
-        for r, config in enumerate(self.configs):
-            iterations = self.verdicts.iterations[r]
-            records.append(
-                make_record(
-                    config.name,
-                    config,
-                    self.tasks[r],
-                    self.verdicts.verdict(r),
-                    iterations=self.step if iterations is None else iterations,
-                    wall_time=self.wall_time,
-                    history=self.verdicts.history_rows(r),
-                    replicas=self.num_replicas,
-                    engine=self.engine,
-                    device=device,
-                )
+        device = device_name()
+        stops = self.verdicts.iterations
+        return [
+            make_record(
+                config.name,
+                config,
+                self.tasks[r],
+                self.verdicts.verdict(r),
+                iterations=self.step if stops[r] is None else stops[r],
+                wall_time=self.wall_time,
+                history=self.verdicts.history_rows(r),
+                replicas=self.num_replicas,
+                engine=self.engine,
+                device=device,
             )
-        return records
+            for r, config in enumerate(self.configs)
+        ]

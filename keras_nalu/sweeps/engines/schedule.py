@@ -1,10 +1,7 @@
 """λ(t) of a replica run: the preset's schedule, held over each block of steps.
 
-`model.fit` with `steps_per_execution = k` runs k steps per call and
-`RegularizationSchedule` sets λ at the start of each call, so every step of
-a block trains with λ of the block's first step. The engines train the same
-way: `strength_table` gives λ of every scheduled regularizer for every step
-of a block, as the compiled training block reads it.
+As `model.fit` with `steps_per_execution = k` (`RegularizationSchedule` sets
+λ at each call), every step of a block trains with λ of its first step.
 """
 
 from __future__ import annotations
@@ -17,17 +14,10 @@ def strength_table(
 ):
     """λ of every scheduled regularizer for steps `start … stop - 1`.
 
-    Args:
-        schedule: the preset's `RegularizationSchedule`, or None (no
-            `regularizers` then).
-        regularizers: the scheduled regularizers, one column each.
-        block: `steps_per_execution`: λ is held over each block of steps.
-        start, stop: the steps.
-        dtype: the strengths' variables' dtype (`ReplicaSetup.strength_dtype`):
-            each λ is the schedule's value rounded once to it.
-
-    Returns:
-        An array `[stop - start, len(regularizers)]` of `dtype`.
+    `schedule`: the preset's `RegularizationSchedule` (None: no
+    `regularizers`); `block`: `steps_per_execution`; `dtype`: the strengths'
+    (`ReplicaSetup.strength_dtype`), each λ rounded once to it. Returns an
+    array `[stop - start, len(regularizers)]`, one column per regularizer.
 
     Example:
 

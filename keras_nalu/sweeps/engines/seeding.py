@@ -1,19 +1,6 @@
 """Every replica's starting weights, drawn without building its model.
 
-A replica starts from the weights `run_experiment` would start from: those
-of the model `build_experiment_model` builds after
-`keras.utils.set_random_seed(seed)`. Building a Keras model per seed takes
-about 10 ms on a CPU, minutes at 10,000 replicas. A model's starting weights
-depend on its seed only through the integers that Keras draws from Python's
-`random` for each initializer (and `keras.random.SeedGenerator`) left
-unseeded, `random.randint(1, 10**9)` after `random.seed(seed)`. So one
-built model, the template, says for each variable which initializer draws it
-and which of those integers seeds it (`SeedPlan.find`); `SeedPlan.draw` then
-calls the same initializers with each replica's integers.
-
-The plan is an observation of Keras, not a promise of it:
-`ReplicaSetup.build` checks it against the template and against one more
-replica built in full, and builds every replica's model where it fails.
+Why this works, and how it is checked: docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -35,14 +22,9 @@ MAX_OFFSET = 16
 
 
 def default_seeds(seed: int, count: int = DRAWS) -> list[int]:
-    """The first `count` integers Keras draws for unseeded initializers.
-
-    An initializer made without a seed takes `random.randint(1, 10**9)`
-    from Python's global generator (Keras' private default-seed helper, not
-    a public API); these are its draws, call after call, after
-    `keras.utils.set_random_seed(seed)`, which seeds that generator with
-    `seed`. They are drawn here from a generator of their own, so Python's
-    global one is left as it is.
+    """The first `count` integers Keras draws for unseeded initializers after
+    `keras.utils.set_random_seed(seed)` (`random.randint(1, 10**9)`, Keras'
+    private default-seed helper), from a generator of their own.
 
     Example:
 
@@ -58,17 +40,9 @@ def default_seeds(seed: int, count: int = DRAWS) -> list[int]:
 
 @dataclasses.dataclass(frozen=True)
 class Origin:
-    """How one variable's starting value is drawn.
-
-    Attributes:
-        initializer: the template's initializer, or None for a seed
-            generator's state.
-        draw: the position of the variable's seed among a seed's
-            `default_seeds`, or None where the value is the same for every
-            seed (an initializer that draws nothing, e.g. zeros).
-        offset: added to that integer.
-        shape, dtype: the variable's.
-    """
+    """How one variable's starting value is drawn: by `initializer` (None
+    for a seed generator's state) seeded with integer `draw` of
+    `default_seeds` (None: the same for every seed, e.g. zeros) + `offset`."""
 
     initializer: keras.initializers.Initializer | None
     draw: int | None
@@ -77,8 +51,7 @@ class Origin:
     dtype: str
 
     def value(self, seeds: list[int]):
-        """The starting value of a replica whose Keras integers are `seeds`
-        (`default_seeds` of its seed); for an origin with a `draw`."""
+        """The value for a replica whose `default_seeds` are `seeds`."""
         seed = seeds[self.draw] + self.offset
         if self.initializer is None:
             return keras.random.SeedGenerator(seed=seed).state.value
@@ -89,14 +62,8 @@ class Origin:
 
 @dataclasses.dataclass
 class SeedPlan:
-    """Where each of a template's variables gets its starting value.
-
-    Attributes:
-        weights: one `Origin` per trainable variable, in order.
-        state: one `Origin` per state variable, in order.
-        fixed_weights, fixed_state: the template's values, used for
-            variables that draw nothing.
-    """
+    """One `Origin` per trainable (`weights`) and state variable (`state`),
+    and the template's values (`fixed_*`) for those that draw nothing."""
 
     weights: list[Origin]
     state: list[Origin]
@@ -105,12 +72,8 @@ class SeedPlan:
 
     @classmethod
     def find(cls, model, seed: int, variables, state_variables) -> SeedPlan | None:
-        """The plan of a model built after `set_random_seed(seed)`, or None.
-
-        None where a variable's initializer cannot be found, is seeded by
-        a `SeedGenerator`, or draws from an integer that is not among the
-        seed's first `DRAWS` (plus up to `MAX_OFFSET`).
-        """
+        """The plan of a model built after `set_random_seed(seed)`, or None
+        where some variable's seed is not found (`DRAWS`, `MAX_OFFSET`)."""
         draws = default_seeds(seed)
         owners = _owners(model)
         origins = []
@@ -132,19 +95,16 @@ class SeedPlan:
         integers = [default_seeds(seed, self._count()) for seed in seeds]
 
         def stacked(origins, fixed):
-            result = []
-            for origin, value in zip(origins, fixed):
-                if origin.draw is None:
-                    result.append(np.stack([value] * len(integers)))
-                    continue
-                # one array at a time: stacking R tensors would compile an
-                # R-way concatenation for every new R
-                values = [
-                    keras.ops.convert_to_numpy(origin.value(drawn))
-                    for drawn in integers
-                ]
-                result.append(np.stack(values))
-            return result
+            # one array at a time: stacking R tensors would compile an R-way
+            # concatenation for every new R
+            return [
+                np.stack([value] * len(integers))
+                if origin.draw is None
+                else np.stack(
+                    [keras.ops.convert_to_numpy(origin.value(d)) for d in integers]
+                )
+                for origin, value in zip(origins, fixed)
+            ]
 
         return (
             stacked(self.weights, self.fixed_weights),

@@ -1,13 +1,4 @@
-"""What replicas trained together share: the recipe, the template, the start.
-
-An engine trains R runs as one vectorized model: one template Keras model
-(built as `run_experiment` builds it) computes every replica's loss, and the
-replicas' weights, each the one `build_model` gives after
-`keras.utils.set_random_seed(seed)`, are stacked along a leading axis.
-`ReplicaSetup.build` makes that template and the stacked starting weights
-from the runs' configs and checks that the runs can train together
-(`RECIPE_FIELDS`) and that the preset can be vectorized at all.
-"""
+"""What replicas trained together share: the recipe, the template, the start."""
 
 from __future__ import annotations
 
@@ -44,9 +35,8 @@ RECIPE_FIELDS = (
     "stop_on_success",
     "steps_per_execution",
 )
-"""The config fields that fix the model, its training and the loop: replicas
-trained together must agree on them. They may differ in the task's data
-(operation, ranges, subsets) and their seeds."""
+"""The config fields replicas trained together agree on (the model, its
+training, the loop); they may differ in their task's data and seeds."""
 
 
 class NotVectorizableError(ValueError):
@@ -55,11 +45,8 @@ class NotVectorizableError(ValueError):
 
 
 def vectorizable(config: ExperimentConfig) -> bool:
-    """Whether `train_replicas` can train `config`'s preset as replicas.
-
-    Presets whose callbacks act on one model at a time (the iNALU's
-    loss-gated regularization and reinitialization) cannot be vectorized;
-    sweeps train their seeds one after the other with `run_experiment`.
+    """Whether `train_replicas` can train `config`'s preset as replicas: not
+    one whose callbacks act on one model at a time (the iNALU's).
 
     Example:
 
@@ -78,11 +65,8 @@ def recipe(config: ExperimentConfig) -> tuple:
 
 
 def check_configs(configs: Sequence[ExperimentConfig]) -> list[ExperimentConfig]:
-    """The runs of one replica run, or a ValueError saying why they are not.
-
-    They must be `ExperimentConfig`s, at least one, distinct, and share
-    their recipe (`RECIPE_FIELDS`).
-    """
+    """The runs of one replica run: at least one distinct `ExperimentConfig`,
+    of one recipe (`RECIPE_FIELDS`), or a ValueError saying why not."""
     configs = list(configs)
     if not configs:
         raise ValueError("ReplicaRun expects at least one config. Received: []")
@@ -116,8 +100,7 @@ _BUILD_LOCK = threading.Lock()
 def build_replica(config: ExperimentConfig):
     """The model and callbacks `run_experiment` builds for `config`.
 
-    Seeding Keras is process-wide, so runs built in several threads (a sweep
-    over several devices) take turns: each gets exactly its seed's weights.
+    Seeding Keras is process-wide: runs built in several threads take turns.
     """
     with _BUILD_LOCK:
         set_random_seed(config.seed)
@@ -125,11 +108,8 @@ def build_replica(config: ExperimentConfig):
 
 
 def model_state(model) -> list:
-    """The model's non-trainable variables other than the λ strengths.
-
-    E.g. the state of a `keras.random.SeedGenerator` a layer draws noise
-    with: per replica, it is carried and updated as the replica trains.
-    """
+    """The model's non-trainable variables other than the λ strengths (e.g. a
+    noise layer's `SeedGenerator` state), carried per replica."""
     strengths = {id(r.current_strength) for r in find_scheduled_regularizers(model)}
     return [v for v in model.non_trainable_variables if id(v) not in strengths]
 
@@ -138,19 +118,10 @@ def model_state(model) -> list:
 class ReplicaSetup:
     """The template model of a replica run and the replicas' starting point.
 
-    Attributes:
-        model: the template: the first run's compiled model, whose
-            `stateless_call` computes any replica's output and losses.
-        schedule: the preset's `RegularizationSchedule`, or None.
-        regularizers: the scheduled regularizers the schedule drives.
-        variables: the template's trainable variables, in order.
-        constraints: each variable's constraint (or None).
-        state_variables: the template's other non-trainable variables
-            (`model_state`), carried per replica.
-        initial_weights: each trainable weight stacked over replicas `[R, ...]`.
-        initial_state: each state variable stacked over replicas.
-        optimizer: the template's optimizer, translated for stacked weights.
-        loss: the loss of a batch, `loss(targets, outputs)`, a scalar.
+    `model` is the first run's compiled model, whose `stateless_call`
+    computes any replica's output and losses; `state_variables` its
+    `model_state`; `initial_*` the values stacked over replicas `[R, ...]`;
+    `loss(targets, outputs)` a batch's scalar loss.
     """
 
     model: keras.Model
@@ -167,12 +138,8 @@ class ReplicaSetup:
     @classmethod
     def build(cls, configs: Sequence[ExperimentConfig], engine, supports_state):
         """Builds the first run's model, the template, and stacks every run's
-        starting weights (`initial_values`).
-
-        Args:
-            configs: the runs (checked by `check_configs`).
-            engine: the engine's name, for messages.
-            supports_state: whether the engine carries per-replica model state.
+        starting weights (`initial_values`); `engine` names the engine in
+        messages, `supports_state` says whether it carries model state.
 
         Raises:
             NotVectorizableError: the preset trains with callbacks that act
@@ -191,10 +158,7 @@ class ReplicaSetup:
                 f"with {[type(c).__name__ for c in extra]}, which act on one "
                 "model at a time. Use run_experiment for each seed."
             )
-        schedules = [
-            c for c in template_callbacks if isinstance(c, RegularizationSchedule)
-        ]
-        schedule = schedules[0] if schedules else None
+        schedule = next(iter(template_callbacks), None)  # none but schedules left
         state_variables = model_state(template)
         if state_variables and not supports_state:
             raise NotVectorizableError(
@@ -235,10 +199,8 @@ class ReplicaSetup:
 def initial_values(configs, template, variables, state_variables):
     """Every replica's starting weights and state, stacked: `([R, ...], ...)`.
 
-    Drawn from the template's initializers with each seed's integers
-    (`SeedPlan`) where that gives the template's own values and those of the
-    last replica built in full; otherwise each replica's model is built as
-    `run_experiment` builds it.
+    Drawn by `SeedPlan` where that gives the template's values and the last
+    replica's, built in full; otherwise each replica's model is built.
     """
     first = _values(variables), _values(state_variables)
     plan = SeedPlan.find(template, configs[0].seed, variables, state_variables)
@@ -285,12 +247,8 @@ def _batch_mean(loss):
 
 
 def eval_groups(tasks) -> list[tuple[np.ndarray, tuple, tuple]]:
-    """Replicas sharing validation and test inputs, with those sets.
-
-    Returns:
-        `(replicas, (x_val, t_val), (x_test, t_test))` per group, the
-        targets stacked per replica of the group: `(n, size, 1)`.
-    """
+    """`(replicas, (x_val, t_val), (x_test, t_test))` per group of replicas
+    sharing their validation and test inputs, targets `(n, size, 1)`."""
     groups = {}
     for r, task in enumerate(tasks):
         key = (

@@ -1,9 +1,4 @@
-"""A replica run's whole state at one step: what a backup holds.
-
-`ReplicaRun.get_state()` gives it and `ReplicaRun.set_state(state)` puts a
-run there; `backup.py` writes it to a file and reads it back. The training
-batches need no state: batch b is a function of b.
-"""
+"""A replica run's whole state at one step: what a backup holds."""
 
 from __future__ import annotations
 
@@ -16,18 +11,13 @@ from keras_nalu.sweeps.engines.verdicts import Verdicts
 class EngineState(NamedTuple):
     """An engine's variables, by name: every replica's, stacked `[R, ...]`.
 
-    What the JAX engine's compiled block of steps carries from step to step
-    (a `NamedTuple` is a JAX pytree), and what a backup stores, flattened in
-    the order of the fields (`flat`).
+    The JAX engine's carry (a `NamedTuple` is a JAX pytree); a backup stores
+    it flattened in the order of the fields (`flat`).
 
-    Attributes:
-        weights: every trainable weight, in `model.trainable_variables` order.
-        optimizer: the optimizer's variables (Adam's moments, one slice per
-            replica, and its step count, shared).
-        model_state: the model's other per-replica variables (a noise
-            layer's seed; JAX engine), in `model_state` order.
-        active: `[R]` bool, the replicas still training.
-        diverged: `[R]` int, the step each replica diverged at, or -1.
+    `weights` in `model.trainable_variables` order; `optimizer` its
+    variables (Adam's moments per replica, its step count shared);
+    `model_state` in `model_state` order (JAX engine); `active` and
+    `diverged` as in `step_rules`.
     """
 
     weights: list
@@ -38,13 +28,7 @@ class EngineState(NamedTuple):
 
     def flat(self) -> list:
         """The arrays in a backup's order: weights, optimizer, model state, flags."""
-        return [
-            *self.weights,
-            *self.optimizer,
-            *self.model_state,
-            self.active,
-            self.diverged,
-        ]
+        return [*self.weights, *self.optimizer, *self.model_state, *self[3:]]
 
     def map(self, function) -> EngineState:
         """The same structure, `function` applied to every array."""
@@ -72,14 +56,9 @@ class EngineState(NamedTuple):
 
 @dataclasses.dataclass
 class RunState:
-    """The state of a replica run at `step`.
-
-    Attributes:
-        step: the steps every active replica has trained.
-        wall_time: seconds spent training so far.
-        verdicts: each replica's verdict so far (`Verdicts`).
-        variables: the engine's variables as NumPy arrays (`EngineState`).
-    """
+    """The state of a replica run at `step` (the steps every active replica
+    has trained): seconds of training so far, `Verdicts`, and the engine's
+    variables as NumPy arrays."""
 
     step: int
     wall_time: float

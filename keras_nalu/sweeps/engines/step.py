@@ -1,43 +1,27 @@
-"""The rules of a training step that every engine follows, on any array module.
-
-After the optimizer's update, each weight's constraint is applied to each
-replica on its own; a replica whose loss or updated weights are not finite
-keeps its variables as they were before the step (`where`, never a product
-with 0), stops training and is recorded as diverged at `step + 1`; the other
-replicas never see it. The engines call `step_rules` with their backend's
-array functions, as `ReplicaOptimizer.clip` takes them.
-"""
+"""The rules of a training step that every engine follows, in `keras.ops`."""
 
 from __future__ import annotations
 
+from keras import ops
+
 
 def step_rules(
-    ops, constraints, losses, updated, before, per_replica, active, diverged, step
+    constraints, losses, updated, before, per_replica, active, diverged, step
 ):
     """The variables, active replicas and divergence steps after one step.
 
-    Args:
-        ops: the backend's array functions: `isfinite`, `all(values, axis)`,
-            `where`, `reshape` and `map_replicas(function, values)` (a
-            function of one replica over the leading axis: `jax.vmap`,
-            `tf.vectorized_map`).
-        constraints: each trainable weight's constraint, or None; the
-            weights are the first `len(constraints)` of `updated`.
-        losses: each replica's loss at the step, `[R]`.
-        updated: every variable the step changes, as the optimizer left it.
-        before: the same variables before the step.
-        per_replica: for each variable, whether it holds one slice per
-            replica (a shared one, such as the optimizer's step count, is
-            taken as updated).
-        active: `[R]` bool, the replicas training at this step.
-        diverged: `[R]` int, the step each replica diverged at, or -1.
-        step: the step's index.
+    Each weight's constraint applies to each replica on its own; a replica
+    whose loss or weights are not finite keeps its variables as they were
+    (`where`, never a product with 0), stops, and diverged at `step + 1`.
 
-    Returns:
-        `(variables, active, diverged)` after the step.
+    `updated` holds every variable the step changes as the optimizer left
+    it, the weights first (one per constraint, None for none), and `before`
+    the same before the step; a variable not `per_replica` (the optimizer's
+    step count) is taken as updated. `losses`, `active` (bool) and
+    `diverged` (the step each replica diverged at, or -1) are `[R]`.
     """
     weights = [
-        values if constraint is None else ops.map_replicas(constraint, values)
+        values if constraint is None else ops.vectorized_map(constraint, values)
         for constraint, values in zip(constraints, updated)
     ]
     variables = weights + list(updated[len(weights) :])

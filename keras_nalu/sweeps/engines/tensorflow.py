@@ -1,26 +1,7 @@
 """The TensorFlow replica engine: a `tf.function` per block of steps.
 
-The replicas' losses come from `tf.vectorized_map` over the template's
-`stateless_call`; their sum is differentiated with one `tf.GradientTape`; the
-optimizer (built on the stacked weights) updates every replica in place. The
-whole block of steps between two evaluations is one `tf.function` (a
-`tf.range` loop), so no Python runs per step.
-
-Data: batch b of replica r is batch b of
-`ArithmeticTask(seed=seed_r).train_dataset()`, bit for bit (each replica's
-task draws it with `train_inputs(b)` and labels it with its own `target`),
-so each replica equals `run_experiment` with its seed, up to float rounding:
-the batched kernels (BatchMatMul and its gradient) sum in another order than
-the single run's MatMul, about one ulp per step. Where Adam keeps a weight
-oscillating around a discrete value after the task is solved (large learning
-rates), such differences can grow to the size of one Adam step; the records
-(success, solved-at, best step) are the same in the tested cases. The batch
-of step b + 1 is drawn while step b trains.
-
-Speed: much of a step's time goes to drawing the Philox numbers (1.28·10⁶ per
-step for 100 replicas of the default task) that keep each replica's stream
-identical to its single run; `benchmarks/speed.py` measures the rate on the
-machine at hand.
+Its data (each replica's batches are `run_experiment`'s, bit for bit) and
+rounding: docs/architecture.md; its speed: `benchmarks/speed.py`.
 """
 
 from __future__ import annotations
@@ -40,27 +21,6 @@ def _read(variable) -> tf.Tensor:
     return tf.identity(variable.value)
 
 
-class _TensorOps:
-    """The array functions of `ReplicaOptimizer.clip` and `step_rules`, in TF."""
-
-    sqrt = staticmethod(tf.sqrt)
-    square = staticmethod(tf.square)
-    maximum = staticmethod(tf.maximum)
-    minimum = staticmethod(tf.minimum)
-    reshape = staticmethod(tf.reshape)
-    isfinite = staticmethod(tf.math.is_finite)
-    where = staticmethod(tf.where)
-    map_replicas = staticmethod(tf.vectorized_map)
-
-    @staticmethod
-    def sum(values, axis):
-        return tf.reduce_sum(values, axis=list(axis))
-
-    @staticmethod
-    def all(values, axis):
-        return tf.reduce_all(values, axis=list(axis))
-
-
 class TensorFlowReplicaRun(ReplicaRun):
     """`ReplicaRun` on the TensorFlow backend (see `ReplicaRun`)."""
 
@@ -68,16 +28,9 @@ class TensorFlowReplicaRun(ReplicaRun):
     supports_batched = False
 
     def _build_engine(self) -> None:
-        self._weights = [
-            keras.Variable(values, name=variable.name, dtype=variable.dtype)
-            for values, variable in zip(
-                self.setup.initial_weights, self.setup.variables
-            )
-        ]
-        self.optimizer = self.setup.optimizer.build(self._weights)
-        per_replica = self.setup.optimizer.per_replica(self.optimizer, self._weights)
+        self._weights = self._build_stacked()
         self._slots = [
-            v for v, own in zip(self.optimizer.variables, per_replica) if own
+            v for v, own in zip(self.optimizer.variables, self._slot_flags) if own
         ]
         self._active_flags = tf.Variable(tf.ones([self.num_replicas], tf.bool))
         self._diverged = tf.Variable(
@@ -91,23 +44,12 @@ class TensorFlowReplicaRun(ReplicaRun):
         self._block_fn = self._make_train_block()
         self._replica_mse = tf.function(self._replica_mse_fn, reduce_retracing=True)
 
-    # --- one training step ---------------------------------------------------
-
     def training_batch(self, step):
-        """Every replica's batch `step` of its training stream.
-
-        Args:
-            step: the batch index (an int64 scalar tensor): batch b is the one
-                the single run trains on at optimizer step b → b + 1.
-
-        Returns:
-            `(x, t)` of shapes `(R, batch_size, input_size)` and
-            `(R, batch_size, 1)`; slice r equals batch `step` of
-            `ArithmeticTask(seed=seeds[r]).train_dataset()`.
+        """Every replica's batch `step` (int64): `(x [R, B, I], t [R, B, 1])`,
+        slice r batch `step` of `ArithmeticTask(seed=seeds[r]).train_dataset()`.
         """
-        # One small graph per replica, each the task's own sampler and target:
-        # cheaper than one gather over the stacked inputs, and bit-identical
-        # by construction.
+        # One small graph per replica, the task's own: cheaper than a gather
+        # over stacked inputs, and bit-identical by construction.
         inputs, targets = [], []
         for task in self.tasks:
             x = task.train_inputs(step)
@@ -137,12 +79,11 @@ class TensorFlowReplicaRun(ReplicaRun):
         return losses, tape.gradient(total, weights)
 
     def _apply(self, step, losses, gradients):
-        gradients = self.setup.optimizer.clip(gradients, _TensorOps)
+        gradients = self.setup.optimizer.clip(gradients)
         variables = self._weights + self._slots
         before = [_read(v) for v in variables]
         self.optimizer.apply(gradients, self._weights)
         kept, active, diverged = step_rules(
-            _TensorOps,
             self.setup.constraints,
             losses,
             [_read(v) for v in variables],
@@ -184,8 +125,6 @@ class TensorFlowReplicaRun(ReplicaRun):
     def _train_block(self, start: int, strengths: np.ndarray) -> None:
         self._block_fn(tf.constant(start, tf.int64), tf.constant(strengths))
 
-    # --- evaluation -----------------------------------------------------------
-
     def _replica_mse_fn(self, x, targets):
         def one(args):
             weights, target = args
@@ -209,10 +148,7 @@ class TensorFlowReplicaRun(ReplicaRun):
     def _set_active(self, active: np.ndarray) -> None:
         self._active_flags.assign(tf.constant(active))
 
-    # --- state ------------------------------------------------------------------
-
     def _variables(self) -> EngineState:
-        """Every variable a backup holds: weights, optimizer, flags."""
         return EngineState(
             self._weights,
             list(self.optimizer.variables),
@@ -227,9 +163,3 @@ class TensorFlowReplicaRun(ReplicaRun):
     def _set_engine_state(self, state: EngineState) -> None:
         for variable, values in zip(self._variables().flat(), state.flat()):
             variable.assign(values)
-
-    def stacked_weights(self) -> list[np.ndarray]:
-        return [w.numpy() for w in self._weights]
-
-    def stacked_optimizer_state(self) -> list[np.ndarray]:
-        return [v.numpy() for v in self._slots]

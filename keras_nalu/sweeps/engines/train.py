@@ -1,11 +1,4 @@
-"""Choosing a replica engine, building a run on it, and training it to records.
-
-`replica_run(config, seeds)` builds a `ReplicaRun` on the engine of the Keras
-backend in use (or the one named), as Keras' `Model` trains with its
-backend's trainer; `train_replicas` and `train_batched` build one, and
-`train_runs` continues runs from their backups, trains them and returns
-their records.
-"""
+"""Choosing a replica engine, building a run on it, and training it to records."""
 
 from __future__ import annotations
 
@@ -31,9 +24,8 @@ def engine_name(engine: str | None = None) -> str:
     """The engine to train with: `engine`, or the Keras backend's.
 
     Raises:
-        ValueError: the name is not an engine, or names another backend than
-            the one Keras runs (the template model computes with the
-            backend's ops), or the backend has no engine.
+        ValueError: not an engine, another backend than Keras runs, or a
+            backend without an engine.
 
     Example:
 
@@ -84,14 +76,8 @@ def replica_run(
 ):
     """R seeds of `config` as one `ReplicaRun` on an engine, ready to train.
 
-    Args:
-        config: the configuration; its `seed` is ignored (see `seeds`).
-        seeds: the replicas' seeds, distinct integers >= 0.
-        engine: "tensorflow", "jax", or None for the Keras backend's.
-        history, unroll: as for `ReplicaRun`.
-
-    Returns:
-        A `ReplicaRun` of the engine's class (`engine_class`).
+    `engine`: "tensorflow", "jax", or None for the Keras backend's; the
+    other arguments as for `ReplicaRun`.
 
     Raises:
         ValueError: bad seeds, a preset that cannot be vectorized
@@ -114,12 +100,7 @@ def batched_run(
     history: bool = True,
     unroll: int = 1,
 ):
-    """Several configurations (each with its seed) as one `ReplicaRun`.
-
-    See `ReplicaRun.batched`: the configs share the model and its training
-    (`RECIPE_FIELDS`) and may differ in their task; runs of different tasks
-    need an engine with `supports_batched` (JAX).
-    """
+    """Several configurations (each with its seed) as one `ReplicaRun.batched`."""
     return engine_class(engine).batched(configs, history=history, unroll=unroll)
 
 
@@ -136,42 +117,26 @@ def train_replicas(
 
     Each record equals, up to float rounding, what the same engine gives for
     that seed alone; on the TensorFlow engine, also what `run_experiment`
-    returns for `dataclasses.replace(config, seed=s)` (same initialization,
-    data stream, schedule, evaluations and verdict). The JAX engine draws
-    its training batches from a counter-based stream of its own
-    (`keras_nalu.tasks.streams`, keyed by the seed), not TensorFlow's, so
-    its runs are other samples of the same experiment: the success rates
-    agree, not each seed.
+    returns for that seed. The JAX engine draws its batches from a stream of
+    its own (`keras_nalu.tasks.streams`): its runs are other samples of the
+    same experiment, whose success rates agree.
 
-    With a backup file (`limits.backup`), the run saves its state there every
-    `limits.backup_every` seconds, and a later call with the same file
+    With a backup file (`limits.backup`), a later call with the same file
     continues where the last backup left it, with the same records as an
-    uninterrupted run (as Keras' `BackupAndRestore` does for `fit`), except
-    that their `history` lacks the evaluations before the backup's step
-    (see `ReplicaRun.results`). The file is deleted once training ends
-    (`train_runs`).
+    uninterrupted run (their `history` from the backup's step on), as
+    Keras' `BackupAndRestore` does for `fit`; `train_runs` deletes it once
+    training ends.
 
     Args:
-        config: the configuration (its `seed` is replaced by each of `seeds`).
-        seeds: distinct integers >= 0.
-        progress: True for a progress bar, False for none, or a callable
-            receiving the number of steps done after each evaluation block.
-        limits: the backup file, how often, and the deadline at which the
-            run stops after its backup (`TrainingLimits`); None for none.
+        config, seeds, history, unroll: as for `ReplicaRun`.
+        progress, limits: as for `ReplicaRun.train`.
         engine: "tensorflow", "jax", or None for the Keras backend's.
-        history: False for records without `history` (None), which then
-            need no list of every evaluation in memory (see `ReplicaRun`).
-        unroll: steps per iteration of the compiled loop (JAX engine; see
-            `ReplicaRun`); the records are the same for every value.
 
     Returns:
-        One record per seed, in the order of `seeds` (see
-        `ReplicaRun.results`).
+        One record per seed, in order (`ReplicaRun.results`).
 
     Raises:
-        ValueError: bad seeds, a preset that cannot be vectorized, a backend
-            without an engine, or a backup file of another configuration,
-            other seeds or another engine.
+        ValueError: as `replica_run`, or a backup of another run or engine.
         TimeLimitReached: the run stopped at its deadline; the same call
             again continues it from its backup.
 
@@ -198,20 +163,9 @@ def train_batched(
     history: bool = True,
     unroll: int = 1,
 ) -> list[dict]:
-    """Trains several configurations (each with its seed) as one vectorized run.
-
-    `train_replicas` for runs that differ in their task (operation, ranges,
-    subsets) but share the model and its training (`RECIPE_FIELDS`), e.g.
-    every operation of a table row: on a GPU, thousands of small runs fill
-    the device together. Needs an engine with `supports_batched` (JAX).
-
-    Args:
-        configs: the runs, one `ExperimentConfig` each (seed included).
-        progress, limits, engine, history, unroll: as for `train_replicas`.
-
-    Returns:
-        One record per config, in order.
-    """
+    """`train_replicas` for configs (seeds included) that share their recipe
+    and differ in their task (`ReplicaRun.batched`, JAX engine): one record
+    per config, in order."""
     run = batched_run(configs, engine=engine, history=history, unroll=unroll)
     return train_runs([run], [progress], [limits])[0]
 
@@ -224,15 +178,13 @@ def train_runs(
 ) -> list[list[dict] | None]:
     """Trains built runs to their records: a backup's whole lifecycle.
 
-    Each run continues from its backup file (`limits[i].backup`) if it
-    exists; the runs train together (`train_loop`: one run alone, several
-    in one program of the JAX engine); as each ends, its records go to
+    Each run continues from its backup (`limits[i].backup`) if it exists,
+    trains (`train_loop`); as each ends, its records go to
     `on_records(index, records)`, then its backup is deleted.
 
     Args:
         runs: `ReplicaRun`s (`replica_run`, `batched_run`).
-        progress: per run, as for `ReplicaRun.train`; None for none.
-        limits: per run, its backup file, how often, and its deadline.
+        progress, limits: per run, as for `ReplicaRun.train`; None for none.
         on_records: called with a run's index and records once it has ended.
 
     Returns:
@@ -255,8 +207,7 @@ def train_runs(
     ```
     """
     runs = list(runs)
-    limits = [TrainingLimits()] * len(runs) if limits is None else list(limits)
-    limits = [TrainingLimits() if own is None else own for own in limits]
+    limits = [own or TrainingLimits() for own in limits or [None] * len(runs)]
     for run, own in zip(runs, limits):
         if own.backup is not None:
             run.restore_backup(own.backup)

@@ -1,12 +1,4 @@
-"""The replicas' verdicts as a run goes: evaluations folded, stops, divergence.
-
-Per replica, every evaluation is folded into an `EvaluationSummary` (the
-verdict of `summarize_evaluations` at constant size) and, if the run keeps
-its history, listed. A replica stops training when an evaluation is not
-finite, or (with `stop_on_success`) at its first solved evaluation; one
-whose loss or weights stop being finite during a block (the engine notices
-it at its step) is recorded as diverged with a NaN evaluation at that step.
-"""
+"""The replicas' verdicts as a run goes: evaluations folded, stops, divergence."""
 
 from __future__ import annotations
 
@@ -22,14 +14,10 @@ from keras_nalu.evaluation import Evaluation, EvaluationSummary
 class Verdicts:
     """Each replica's verdict so far, and whether it still trains.
 
-    Attributes:
-        summaries: one `EvaluationSummary` per replica.
-        iterations: the step each replica stopped at, None while it trains.
-        loss_diverged: per replica, whether its training loss or weights
-            stopped being finite.
-        active: `[R]` bool: the replicas still training.
-        history: per replica, every `Evaluation` recorded, or None for a run
-            that keeps no history.
+    Per replica: its `EvaluationSummary`, the step it stopped at (None while
+    it trains), whether its loss or weights stopped being finite, whether it
+    is `active` (`[R]` bool), and every `Evaluation` (`history`, None for a
+    run that keeps none).
     """
 
     summaries: list[EvaluationSummary]
@@ -73,15 +61,9 @@ class Verdicts:
         thresholds,
         stop_on_success: bool,
     ) -> None:
-        """Records the active replicas' evaluation at `step` and stops some.
-
-        Args:
-            step: the step evaluated.
-            interpolation, extrapolation: every replica's MSEs, `[R]`.
-            sparsity: the sparsity error of each active replica.
-            thresholds: each replica's success threshold, `[R]`.
-            stop_on_success: stop a replica at its first solved evaluation.
-        """
+        """Records the active replicas' evaluation at `step` (MSEs `[R]`, each
+        active replica's sparsity error) and stops those not finite or, with
+        `stop_on_success`, solved."""
         for r in np.flatnonzero(self.active):
             evaluation = Evaluation(
                 step=step,
