@@ -27,11 +27,11 @@ def optimizer_slots(optimizer, variable) -> list:
 
     >>> import keras
     >>> from keras_nalu.callbacks import optimizer_slots
-    >>> variable = keras.Variable([1.0, 2.0])
+    >>> variable = keras.Variable([1.0, 2.0], name="w")
     >>> adam = keras.optimizers.Adam()
     >>> adam.build([variable])
     >>> [slot.name for slot in optimizer_slots(adam, variable)]
-    ['variable_momentum', 'variable_velocity']
+    ['w_momentum', 'w_velocity']
     """
     optimizer = getattr(optimizer, "inner_optimizer", optimizer)
     attributes = next(
