@@ -63,7 +63,7 @@ def train_gates(preset, operation, seeds, args) -> list[dict]:
     )
     run = replica_run(config, seeds)
     run.train(progress=True)
-    x = run._validation_x
+    x = run._validation[0]
     rows = []
     for r, record in enumerate(run.results()):
         rows.append(

@@ -43,8 +43,6 @@ def ray_options(engine: str, gpus_per_chunk: float = 0.0) -> dict:
     (0.25, 'jax')
     >>> options["runtime_env"]["env_vars"]["XLA_PYTHON_CLIENT_MEM_FRACTION"]
     '0.225'
-    >>> ray_options("tensorflow")["num_gpus"]
-    0
     """
     gpus_per_chunk = check_gpus_per_chunk(gpus_per_chunk)
     env = {"KERAS_BACKEND": engine}
@@ -228,8 +226,7 @@ class RayTasks:
             raise KeyboardInterrupt
 
     def _finished(self, chunk: Chunk, result: dict, on_rows, on_steps) -> None:
-        step = result["resumed_from"]
-        if step:
+        if step := result["resumed_from"]:
             name = backup_name(chunk)
             logger.info("chunk %s continued from its backup at step %d", name, step)
         on_rows(result["rows"])

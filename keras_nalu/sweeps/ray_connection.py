@@ -18,11 +18,9 @@ LOST_AFTER = 10.0
 
 
 class ClusterError(RuntimeError):
-    """A Ray cluster that cannot be reached, was lost, or failed a chunk.
-
-    Its message is one line: what happened, what to try, and for a sweep
-    that had started, how many rows are kept and how to resume.
-    """
+    """A Ray cluster that cannot be reached, was lost, or failed a chunk: one
+    line, what happened, what to try, and for a sweep that had started, how
+    many rows are kept and how to resume."""
 
 
 class RayConnection:

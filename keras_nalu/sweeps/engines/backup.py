@@ -1,7 +1,5 @@
-"""Backups of a replica run: its whole `RunState` in one `.npz` file, and back.
-
-The layout and format 1: docs/architecture.md ("What each engine does").
-"""
+"""Backups of a replica run: its whole `RunState` in one `.npz` file, and back
+(the layout and format 1: docs/architecture.md, "What each engine does")."""
 
 from __future__ import annotations
 

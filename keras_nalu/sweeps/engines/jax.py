@@ -135,28 +135,20 @@ class JaxReplicaRun(ReplicaRun):
         sums = jnp.matmul(x, mask, precision=jax.lax.Precision.HIGHEST)
         columns = [sums[..., j : j + 1] for j in range(mask.shape[-1])]
         targets = [apply_operation(op, columns) for op in self._operations]
-        t = targets[-1]
-        for i in range(len(targets) - 2, -1, -1):
-            t = jnp.where(operation == i, targets[i], t)
-        return x, t
+        return x, jnp.stack(targets)[operation]
 
     def training_batch(self, step):
         """Every replica's batch `step`: `(x [R, B, I], t [R, B, 1])`, slice r
         a function of replica r's seed and task only."""
+        step = jnp.asarray(step, jnp.int32)
         return jax.vmap(self._replica_batch, in_axes=(0, 0, 0, 0, None))(
-            self._keys,
-            self._tables,
-            self._masks,
-            self._operation_index,
-            jnp.asarray(step, jnp.int32),
+            self._keys, self._tables, self._masks, self._operation_index, step
         )
 
     def train_step(self, carry: EngineState, inputs) -> tuple[EngineState, None]:
-        """One training step of every replica: `jax.lax.scan`'s body.
-
-        `inputs` is `(step, strengths)`: the step's index and λ of every
-        scheduled regularizer at it; returns `(carry after, None)`.
-        """
+        """One training step of every replica (`jax.lax.scan`'s body); `inputs`:
+        `(step, strengths)`, the step's index and λ of every scheduled
+        regularizer at it. Returns `(carry after, None)`."""
         step, strengths = inputs
         x, t = self.training_batch(step)
         carry, _ = self.step_on_batch(carry, step, strengths, x, t)
@@ -231,8 +223,7 @@ class JaxReplicaRun(ReplicaRun):
             y, _, _ = self._forward(weights, state, x)
             error = jnp.reshape(y, target.shape) - target
             squares = jnp.square(error).reshape(-1)
-            pad = (-squares.shape[0]) % _CHUNK
-            squares = jnp.pad(squares, (0, pad))
+            squares = jnp.pad(squares, (0, -squares.shape[0] % _CHUNK))
             return jnp.sum(squares.reshape(-1, _CHUNK), axis=-1)
 
         return jax.vmap(one)(weights, state, targets)

@@ -199,12 +199,8 @@ def stopped_together(stops: list[BaseException]) -> BaseException:
 
 
 class RunLoop:
-    """One run's side of a training loop: evaluations, backups, progress, stops.
-
-    The engine trains the steps; this says where a block ends (`next_stop`)
-    and, once the run is there (`trained`), evaluates it, backs it up when
-    due, reports progress and raises where the run stops early. `progress`
-    and `limits`: as for `ReplicaRun.train`.
+    """One run's side of a training loop: evaluations, backups, progress, stops
+    (the engine trains the steps). `progress`, `limits`: as for `ReplicaRun.train`.
     """
 
     def __init__(

@@ -35,10 +35,8 @@ class ReplicaOptimizer:
                 "train_replicas needs an element-wise optimizer; use_ema mixes "
                 f"the replicas. Received: use_ema={config['use_ema']!r}"
             )
-        clipnorm, global_clipnorm = (
-            config.get("clipnorm"),
-            config.get("global_clipnorm"),
-        )
+        clipnorm = config.get("clipnorm")
+        global_clipnorm = config.get("global_clipnorm")
         if clipnorm or global_clipnorm:
             # Keras then ignores clipvalue (and global_clipnorm, if both).
             global_clipnorm = None if clipnorm else global_clipnorm

@@ -1,7 +1,5 @@
-"""`ReplicaRun`: what every replica engine shares, as Keras' `Trainer` is shared.
-
-What each engine follows per replica: docs/architecture.md.
-"""
+"""`ReplicaRun`: what every replica engine shares, as Keras' `Trainer` is shared
+(what each engine follows per replica: docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -102,10 +100,7 @@ class ReplicaRun:
 
     @classmethod
     def batched(
-        cls,
-        configs: Sequence[ExperimentConfig],
-        history: bool = True,
-        unroll: int = 1,
+        cls, configs: Sequence[ExperimentConfig], history: bool = True, unroll: int = 1
     ):
         """One run of configs that share their recipe (`RECIPE_FIELDS`).
 
@@ -126,12 +121,7 @@ class ReplicaRun:
                 "(KERAS_BACKEND=jax)."
             )
         run = cls.__new__(cls)
-        run._start(
-            configs,
-            single=configs[0] if single else None,
-            history=history,
-            unroll=unroll,
-        )
+        run._start(configs, configs[0] if single else None, history, unroll)
         return run
 
     def _start(self, configs, single, history: bool, unroll: int = 1) -> None:
@@ -191,19 +181,12 @@ class ReplicaRun:
 
     def description(self) -> str:
         """The run in a few words, for progress bars and messages."""
+        config, count = self.config, self.num_replicas
         if self.single:
-            return (
-                f"{self.config.model}-{self.config.operation} "
-                f"×{self.num_replicas} seeds"
-            )
-        return f"{self.config.model} ×{self.num_replicas} runs"
+            return f"{config.model}-{config.operation} ×{count} seeds"
+        return f"{config.model} ×{count} runs"
 
-    # An engine implements `_build_engine()` (its state from `setup`),
-    # `_train_block(start, strengths)` (`strengths[i, j]`: λ of regularizer j
-    # at step start + i), `_replica_errors()` (float64 `[R]` interpolation and
-    # extrapolation MSEs), `_diverged_at()` (`[R]`: each replica's divergence
-    # step or -1), `_set_active(active)`, `_engine_state()` (its variables as
-    # NumPy arrays, an `EngineState`) and `_set_engine_state(state)`.
+    # What an engine implements (`_build_engine`, ...): docs/architecture.md.
 
     def strengths(self, start: int, stop: int) -> np.ndarray:
         """λ of every scheduled regularizer for steps start … stop - 1."""
@@ -222,23 +205,17 @@ class ReplicaRun:
         self.verdicts.diverge(self._diverged_at())
         interpolation, extrapolation = self._replica_errors()
         sparsity = self._sparsity_errors(np.flatnonzero(self.verdicts.active))
+        stop_on_success = self.config.stop_on_success
         self.verdicts.judge(
-            step,
-            interpolation,
-            extrapolation,
-            sparsity,
-            self.thresholds,
-            self.config.stop_on_success,
+            step, interpolation, extrapolation, sparsity, stop_on_success
         )
         self._set_active(self.verdicts.active)
 
     @classmethod
     def train_together(cls, runs, steps: int, programs: dict) -> None:
-        """Trains `steps` more steps of each of `runs` (here one), from its step.
-
-        An engine with `supports_packing` trains several as one program,
-        kept in `programs`.
-        """
+        """Trains `steps` more steps of each of `runs` (here one), from its step;
+        an engine with `supports_packing` trains several as one program, kept
+        in `programs`."""
         (run,) = runs
         run.train_block(run.step, run.step + steps)
 
@@ -306,17 +283,6 @@ class ReplicaRun:
         Raises:
             ValueError: `r` is not a replica, or `weights` do not match the
                 model's weights in number or shape.
-
-        Example:
-
-        >>> import numpy as np
-        >>> from keras_nalu.experiments import ExperimentConfig
-        >>> from keras_nalu.sweeps.engines import replica_run
-        >>> run = replica_run(ExperimentConfig(model="nau", input_size=10,
-        ...                                    iterations=10, eval_every=10), [4, 7])
-        >>> run.set_weights(1, [np.ones((10, 2)), np.ones((2, 1))])
-        >>> float(run.weights(1)[0].sum()), bool(run.weights(0)[0].sum() == 20)
-        (20.0, False)
         """
         state = self._engine_state()
         if not is_integer(r) or not 0 <= r < self.num_replicas:
@@ -341,18 +307,7 @@ class ReplicaRun:
         return [v[r] for v in self.stacked_optimizer_state()]
 
     def model_for(self, r: int) -> keras.Model:
-        """A compiled Keras model of the configuration holding replica r's weights.
-
-        Example:
-
-        >>> from keras_nalu.experiments import ExperimentConfig
-        >>> from keras_nalu.sweeps.engines import replica_run
-        >>> run = replica_run(ExperimentConfig(model="nau", input_size=10,
-        ...                                    iterations=10, eval_every=10), [4, 7])
-        >>> model = run.model_for(1)
-        >>> [tuple(w.shape) for w in model.trainable_weights]
-        [(10, 2), (2, 1)]
-        """
+        """A compiled Keras model of the configuration holding replica r's weights."""
         model, _ = build_replica(self.configs[r])
         for variable, values in zip(model.trainable_variables, self.weights(r)):
             variable.assign(values)

@@ -1,8 +1,5 @@
-"""λ(t) of a replica run: the preset's schedule, held over each block of steps.
-
-As `model.fit` with `steps_per_execution = k` (`RegularizationSchedule` sets
-λ at each call), every step of a block trains with λ of its first step.
-"""
+"""λ(t) of a replica run: the preset's schedule, held over each block of steps
+as `model.fit` holds it (docs/architecture.md)."""
 
 from __future__ import annotations
 

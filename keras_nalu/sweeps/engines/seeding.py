@@ -1,7 +1,5 @@
-"""Every replica's starting weights, drawn without building its model.
-
-Why this works, and how it is checked: docs/architecture.md.
-"""
+"""Every replica's starting weights, drawn without building its model (why this
+works, and how it is checked: docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -76,12 +74,11 @@ class SeedPlan:
         where some variable's seed is not found (`DRAWS`, `MAX_OFFSET`)."""
         draws = default_seeds(seed)
         owners = _owners(model)
-        origins = []
-        for variable in [*variables, *state_variables]:
-            origin = _origin(variable, owners.get(id(variable)), draws)
-            if origin is None:
-                return None
-            origins.append(origin)
+        origins = [
+            _origin(v, owners.get(id(v)), draws) for v in [*variables, *state_variables]
+        ]
+        if None in origins:
+            return None
         count = len(variables)
         return cls(
             weights=origins[:count],
@@ -92,7 +89,8 @@ class SeedPlan:
 
     def draw(self, seeds) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """Each variable's starting values stacked over `seeds`: `[R, ...]`."""
-        integers = [default_seeds(seed, self._count()) for seed in seeds]
+        used = [o.draw for o in [*self.weights, *self.state] if o.draw is not None]
+        integers = [default_seeds(seed, max(used, default=-1) + 1) for seed in seeds]
 
         def stacked(origins, fixed):
             # one array at a time: stacking R tensors would compile an R-way
@@ -110,10 +108,6 @@ class SeedPlan:
             stacked(self.weights, self.fixed_weights),
             stacked(self.state, self.fixed_state),
         )
-
-    def _count(self) -> int:
-        used = [o.draw for o in [*self.weights, *self.state] if o.draw is not None]
-        return max(used, default=-1) + 1
 
 
 def _owners(model) -> dict[int, keras.layers.Layer]:

@@ -77,12 +77,9 @@ def check_configs(configs: Sequence[ExperimentConfig]) -> list[ExperimentConfig]
             )
     first = recipe(configs[0])
     for config in configs[1:]:
-        if recipe(config) != first:
-            differ = [
-                name
-                for name, a, b in zip(RECIPE_FIELDS, first, recipe(config))
-                if a != b
-            ]
+        theirs = recipe(config)
+        if theirs != first:
+            differ = [n for n, a, b in zip(RECIPE_FIELDS, first, theirs) if a != b]
             raise ValueError(
                 "ReplicaRun trains configs together only if they share the model "
                 f"and its training; these differ in {differ}. Received: "
@@ -197,27 +194,16 @@ class ReplicaSetup:
 
 
 def initial_values(configs, template, variables, state_variables):
-    """Every replica's starting weights and state, stacked: `([R, ...], ...)`.
-
-    Drawn by `SeedPlan` where that gives the template's values and the last
-    replica's, built in full; otherwise each replica's model is built.
-    """
+    """Every replica's starting weights and state, stacked: `([R, ...], ...)`
+    (docs/architecture.md, "Starting weights")."""
     first = _values(variables), _values(state_variables)
     plan = SeedPlan.find(template, configs[0].seed, variables, state_variables)
     if plan is not None and len(configs) > 1:
         weights, state = plan.draw([c.seed for c in configs])
-        model, _ = build_replica(configs[-1])
-        last = _values(model.trainable_variables), _values(model_state(model))
-        del model
+        last = _built_values(configs[-1])
         if _agree(weights, state, 0, first) and _agree(weights, state, -1, last):
             return weights, state
-    per_replica = [first]
-    for config in configs[1:]:
-        model, _ = build_replica(config)
-        per_replica.append(
-            (_values(model.trainable_variables), _values(model_state(model)))
-        )
-        del model
+    per_replica = [first, *map(_built_values, configs[1:])]
     gc.collect()
     return (
         _stacked([w for w, _ in per_replica], len(variables)),
@@ -227,6 +213,12 @@ def initial_values(configs, template, variables, state_variables):
 
 def _values(variables) -> list[np.ndarray]:
     return [keras.ops.convert_to_numpy(v) for v in variables]
+
+
+def _built_values(config) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The starting weights and state of `config`'s model, built (then freed)."""
+    model, _ = build_replica(config)
+    return _values(model.trainable_variables), _values(model_state(model))
 
 
 def _agree(weights, state, replica, built) -> bool:

@@ -47,11 +47,9 @@ class EngineState(NamedTuple):
                 f"expected {sum(sizes) + 2} arrays of an engine's state. "
                 f"Received: {len(arrays)}"
             )
-        parts, start = [], 0
-        for size in sizes:
-            parts.append(arrays[start : start + size])
-            start += size
-        return EngineState(*parts, arrays[-2], arrays[-1])
+        rest = iter(arrays)
+        parts = [[next(rest) for _ in range(size)] for size in sizes]
+        return EngineState(*parts, *rest)
 
 
 @dataclasses.dataclass

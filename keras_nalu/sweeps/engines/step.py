@@ -8,11 +8,8 @@ from keras import ops
 def step_rules(
     constraints, losses, updated, before, per_replica, active, diverged, step
 ):
-    """The variables, active replicas and divergence steps after one step.
-
-    Each weight's constraint applies to each replica on its own; a replica
-    whose loss or weights are not finite keeps its variables as they were
-    (`where`, never a product with 0), stops, and diverged at `step + 1`.
+    """The variables, active replicas and divergence steps after one step
+    (the rules: docs/architecture.md, `step.py`).
 
     `updated` holds every variable the step changes as the optimizer left
     it, the weights first (one per constraint, None for none), and `before`

@@ -1,8 +1,6 @@
-"""The TensorFlow replica engine: a `tf.function` per block of steps.
-
-Its data (each replica's batches are `run_experiment`'s, bit for bit) and
-rounding: docs/architecture.md; its speed: `benchmarks/speed.py`.
-"""
+"""The TensorFlow replica engine: a `tf.function` per block of steps. Its data
+(each replica's batches are `run_experiment`'s, bit for bit) and rounding:
+docs/architecture.md; its speed: `benchmarks/speed.py`."""
 
 from __future__ import annotations
 
@@ -37,10 +35,8 @@ class TensorFlowReplicaRun(ReplicaRun):
             tf.fill([self.num_replicas], tf.constant(-1, tf.int64))
         )
         ((_, validation, test),) = eval_groups(self.tasks)
-        self._validation_x = tf.constant(validation[0])
-        self._validation_t = tf.constant(validation[1])
-        self._test_x = tf.constant(test[0])
-        self._test_t = tf.constant(test[1])
+        self._validation = tuple(map(tf.constant, validation))
+        self._test = tuple(map(tf.constant, test))
         self._block_fn = self._make_train_block()
         self._replica_mse = tf.function(self._replica_mse_fn, reduce_retracing=True)
 
@@ -50,11 +46,8 @@ class TensorFlowReplicaRun(ReplicaRun):
         """
         # One small graph per replica, the task's own: cheaper than a gather
         # over stacked inputs, and bit-identical by construction.
-        inputs, targets = [], []
-        for task in self.tasks:
-            x = task.train_inputs(step)
-            inputs.append(x)
-            targets.append(task.target(x))
+        inputs = [task.train_inputs(step) for task in self.tasks]
+        targets = [task.target(x) for task, x in zip(self.tasks, inputs)]
         return tf.stack(inputs), tf.stack(targets)
 
     def _non_trainable(self) -> list:
@@ -99,14 +92,10 @@ class TensorFlowReplicaRun(ReplicaRun):
         self._active_flags.assign(active)
 
     def _make_train_block(self):
-        @tf.function(
-            input_signature=[
-                tf.TensorSpec([], tf.int64),
-                tf.TensorSpec(
-                    [None, len(self.setup.regularizers)], self.setup.strength_dtype
-                ),
-            ]
-        )
+        setup = self.setup
+        table = tf.TensorSpec([None, len(setup.regularizers)], setup.strength_dtype)
+
+        @tf.function(input_signature=[tf.TensorSpec([], tf.int64), table])
         def train_block(start, strengths):
             # Software pipeline: the batch of step i + 1 is drawn while step i
             # trains (they are independent), so the two cores work together.
@@ -138,9 +127,8 @@ class TensorFlowReplicaRun(ReplicaRun):
         return tf.vectorized_map(one, ([_read(w) for w in self._weights], targets))
 
     def _replica_errors(self):
-        interpolation = self._replica_mse(self._validation_x, self._validation_t)
-        extrapolation = self._replica_mse(self._test_x, self._test_t)
-        return interpolation.numpy(), extrapolation.numpy()
+        data = (self._validation, self._test)
+        return tuple(self._replica_mse(*inputs).numpy() for inputs in data)
 
     def _diverged_at(self) -> np.ndarray:
         return self._diverged.numpy()
@@ -149,13 +137,8 @@ class TensorFlowReplicaRun(ReplicaRun):
         self._active_flags.assign(tf.constant(active))
 
     def _variables(self) -> EngineState:
-        return EngineState(
-            self._weights,
-            list(self.optimizer.variables),
-            [],
-            self._active_flags,
-            self._diverged,
-        )
+        flags = [self._active_flags, self._diverged]
+        return EngineState(self._weights, list(self.optimizer.variables), [], *flags)
 
     def _engine_state(self) -> EngineState:
         return self._variables().map(lambda variable: np.asarray(variable.numpy()))

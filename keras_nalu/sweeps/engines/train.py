@@ -56,13 +56,7 @@ def engine_name(engine: str | None = None) -> str:
 
 
 def engine_class(engine: str | None = None) -> type:
-    """The `ReplicaRun` subclass of an engine (see `engine_name`).
-
-    Example:
-
-    >>> engine_class().engine == engine_name()
-    True
-    """
+    """The `ReplicaRun` subclass of an engine (see `engine_name`)."""
     module, name = _MODULES[engine_name(engine)]
     return getattr(importlib.import_module(module), name)
 

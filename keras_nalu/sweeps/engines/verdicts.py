@@ -58,24 +58,18 @@ class Verdicts:
         interpolation,
         extrapolation,
         sparsity: dict[int, float],
-        thresholds,
         stop_on_success: bool,
     ) -> None:
         """Records the active replicas' evaluation at `step` (MSEs `[R]`, each
         active replica's sparsity error) and stops those not finite or, with
-        `stop_on_success`, solved."""
+        `stop_on_success`, solved (below their summary's threshold)."""
         for r in np.flatnonzero(self.active):
             evaluation = Evaluation(
-                step=step,
-                interpolation_mse=float(interpolation[r]),
-                extrapolation_mse=float(extrapolation[r]),
-                sparsity_error=sparsity[r],
+                step, float(interpolation[r]), float(extrapolation[r]), sparsity[r]
             )
             self.record(r, evaluation)
-            finite = math.isfinite(evaluation.interpolation_mse) and math.isfinite(
-                evaluation.extrapolation_mse
-            )
-            solved = evaluation.extrapolation_mse < thresholds[r]
+            finite = np.isfinite([interpolation[r], extrapolation[r]]).all()
+            solved = evaluation.extrapolation_mse < self.summaries[r].threshold
             if not finite or (stop_on_success and solved):
                 self.stop(r, step)
 
