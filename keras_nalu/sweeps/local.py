@@ -59,17 +59,6 @@ def default_pack_replicas() -> int:
     return MEASURED_PACK_REPLICAS.get(device_name(), 0)
 
 
-def on_accelerator() -> bool:
-    """Whether the JAX engine trains on an accelerator here (starts JAX)."""
-    import keras
-
-    if keras.backend.backend() != "jax":
-        return False
-    import jax
-
-    return jax.devices()[0].platform != "cpu"
-
-
 @dataclasses.dataclass(frozen=True)
 class FillingOptions:
     """How a sweep trained here fills a device; each way gives every chunk
@@ -142,8 +131,15 @@ class FillingOptions:
             )
         from keras_nalu.sweeps.engines import engine_class
 
-        self._check_engine(engine_class())
-        engine_class().check_unroll(self.unroll)
+        engine = engine_class()
+        if not engine.supports_packing:  # the ways of `JAX_ONLY` refused
+            self._refuse(
+                JAX_ONLY,
+                f"The {engine.engine} engine trains one chunk at a time, alone: "
+                "chunks side by side in threads, packs and unrolled loops need "
+                "the JAX engine (KERAS_BACKEND=jax)",
+            )
+        engine.check_unroll(self.unroll)
         if processes != 1:
             _refuse_a_script_run_again()
         self.prepare_process()
@@ -189,16 +185,6 @@ class FillingOptions:
                 "for four chunks a GPU), not {chunks_per_device}",
             )
 
-    def _check_engine(self, engine) -> None:
-        """Refuses the ways of the JAX engine (`JAX_ONLY`) on another engine."""
-        if not engine.supports_packing:
-            self._refuse(
-                JAX_ONLY,
-                f"The {engine.engine} engine trains one chunk at a time, alone: "
-                "chunks side by side in threads, packs and unrolled loops need "
-                "the JAX engine (KERAS_BACKEND=jax)",
-            )
-
 
 def _refuse_a_script_run_again() -> None:
     """Refuses a sweep run again by a spawned process of `processes_per_device`
@@ -223,12 +209,16 @@ def _no_memory_up_front() -> None:
 
     environment = worker_environment()
     told = {"XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION"}
-    if jax_started() and not told & set(os.environ) and on_accelerator():
-        logging.getLogger(__name__).warning(
-            "JAX started in this process before processes_per_device could "
-            "keep it from taking GPU memory up front; on a GPU, set "
-            "XLA_PYTHON_CLIENT_PREALLOCATE=false before Python starts"
-        )
+    if jax_started() and not told & set(os.environ):
+        import jax
+        import keras
+
+        if keras.backend.backend() == "jax" and jax.devices()[0].platform != "cpu":
+            logging.getLogger(__name__).warning(
+                "JAX started in this process before processes_per_device could "
+                "keep it from taking GPU memory up front; on a GPU, set "
+                "XLA_PYTHON_CLIENT_PREALLOCATE=false before Python starts"
+            )
     os.environ.update(environment)
 
 

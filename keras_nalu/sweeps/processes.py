@@ -53,9 +53,10 @@ def train_in_processes(
                 continue
             if kind == "ready":
                 started.add(index)
-                unit = None
-                if not stop.is_set():
-                    unit = _next_unit(todo, trained[index], limits, chunk_seconds)
+                # none after the deadline once it trained one, none that won't fit
+                late = stop.is_set() or (trained[index] and limits.out_of_time())
+                fit = todo and not late and fits(todo[0], limits, chunk_seconds)
+                unit = todo.pop(0) if fit else None
                 trained[index] += unit is not None
                 workers[index][1].put(unit)
             elif kind == "rows":
@@ -80,16 +81,6 @@ def train_in_processes(
                 worker.terminate()
             worker.join()
     raise_stopped(stopped, len(todo))
-
-
-def _next_unit(todo: list, trained: int, limits, chunk_seconds):
-    """The next unit from `todo` for a process that has trained `trained`, or
-    None: none past the deadline after one, none that would not finish."""
-    if not todo or (trained and limits.out_of_time()):
-        return None
-    if not fits(todo[0], limits, chunk_seconds):
-        return None
-    return todo.pop(0)
 
 
 def _started_workers(context, processes: int, units: int, options: dict) -> list:

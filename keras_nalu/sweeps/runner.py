@@ -109,7 +109,17 @@ def run_sweep(
     ...            "eval_every": [100]}, "0-1", path, progress=False).skipped
     2
     """
-    options = _options(options, keywords).prepared()  # first: before JAX starts
+    if options is None:
+        options = SweepOptions.from_keywords(**keywords)
+    elif not isinstance(options, SweepOptions) or keywords:
+        raise ArgumentError(
+            "run_sweep",
+            "options",
+            options,
+            requirement="be a SweepOptions, and no option by name beside it",
+            received={"options": options, "keywords": sorted(keywords)},
+        )
+    options = options.prepared()  # first: before JAX starts
     configs = _sweep_configs(grid)
     seeds = parse_seeds(seeds)
     path = _checked_results_file(results_path, options)
@@ -127,7 +137,14 @@ def run_sweep(
             widest = max((c for c, _ in chunk.parts), key=lambda c: c.input_size)
             check_run_memory(widest, chunk.replicas)
         if not options.backups and options.ray_address is None:
-            _note_unused_backups(path, planned_pairs - done)
+            todo = planned_pairs - done
+            unused = [c for c, _ in backed_up_chunks(path) if c.pairs & todo]
+            if unused:
+                logger.info(
+                    f"{len(unused)} chunk backups in {path.name}.backup/ are not "
+                    "continued (backups are off): their runs train from the start, "
+                    "and each backup is removed once its runs have rows"
+                )
         with _progress_bar(progress, chunks) as on_steps:
             complete = _dispatch(chunks, appender, on_steps, limits, options, path)
         with contextlib.suppress(OSError):  # only if no backup is left in it
@@ -142,21 +159,6 @@ def run_sweep(
     return SweepOutcome(
         path, mine, appender.new_rows, skipped, group_by, complete, left
     )
-
-
-def _options(options: SweepOptions | None, keywords: dict) -> SweepOptions:
-    """`run_sweep`'s options: given whole, or by name, not both."""
-    if options is None:
-        return SweepOptions.from_keywords(**keywords)
-    if not isinstance(options, SweepOptions) or keywords:
-        raise ArgumentError(
-            "run_sweep",
-            "options",
-            options,
-            requirement="be a SweepOptions, and no option by name beside it",
-            received={"options": options, "keywords": sorted(keywords)},
-        )
-    return options
 
 
 def _checked_results_file(results_path, options: SweepOptions) -> Path:
@@ -314,17 +316,6 @@ def _plan(configs, seeds, chunk_size, done, backups=None) -> list[Chunk]:
             done = done | chunk.pairs
     batch = engine_class().supports_batched
     return resumed + plan_chunks(configs, seeds, chunk_size, done, batch=batch)
-
-
-def _note_unused_backups(path: Path, todo: set[tuple[str, int]]) -> None:
-    """Says which backups of this sweep's runs a sweep without backups leaves."""
-    unused = [chunk for chunk, _ in backed_up_chunks(path) if chunk.pairs & todo]
-    if unused:
-        logger.info(
-            f"{len(unused)} chunk backups in {path.name}.backup/ are not continued "
-            "(backups are off): their runs train from the start, and each backup "
-            "is removed once its runs have rows"
-        )
 
 
 def _sweep_configs(grid) -> list[ExperimentConfig]:

@@ -169,28 +169,26 @@ def _train_one_by_one(chunk: Chunk, on_rows, progress, limits: ChunkLimits) -> N
     try:
         for config in chunk.runs:
             if stop_requested() or (rows and limits.out_of_time()):
-                raise _between_seeds(config, len(rows), chunk.replicas)
+                trained = f"{len(rows)} of {chunk.replicas} seeds trained"
+                name = f"{config.model}-{config.operation}"
+                if stop_requested():
+                    raise stop_with(
+                        KeyboardInterrupt,
+                        f"{name} stopped between two seeds, {trained}",
+                        True,
+                    )
+                raise stop_with(
+                    TimeLimitReached,
+                    f"{name} stopped at its time limit between two seeds, {trained} "
+                    "(this preset trains one seed at a time, without backups)",
+                    again=False,
+                )
             rows.append(record_row(_one_seed(config, progress, len(rows), chunk)))
     except (KeyboardInterrupt, TimeLimitReached):
         if rows:
             on_rows(rows)
         raise
     on_rows(rows)
-
-
-def _between_seeds(config, finished: int, seeds: int) -> BaseException:
-    trained = f"{finished} of {seeds} seeds trained"
-    name = f"{config.model}-{config.operation}"
-    if stop_requested():
-        return stop_with(
-            KeyboardInterrupt, f"{name} stopped between two seeds, {trained}", True
-        )
-    return stop_with(
-        TimeLimitReached,
-        f"{name} stopped at its time limit between two seeds, {trained} (this "
-        "preset trains one seed at a time, without backups)",
-        again=False,
-    )
 
 
 def _one_seed(config, progress, finished: int, chunk: Chunk) -> dict:
