@@ -149,12 +149,9 @@ def plan_chunks(
             )
             if todo:
                 chunks.append(Chunk(config, todo))
-    return _packed(chunks, chunk_size) if batch else chunks
-
-
-def _packed(chunks: list[Chunk], chunk_size: int) -> list[Chunk]:
-    """Chunks of one recipe packed together, first fit, in their order."""
-    bins: dict[tuple, list[list]] = {}
+    if not batch:
+        return chunks
+    bins: dict[tuple, list[list]] = {}  # a recipe's packs, filled first fit
     packed: list[list] = []
     for chunk in chunks:
         part = (chunk.config, chunk.seeds)

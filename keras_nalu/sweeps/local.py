@@ -125,8 +125,20 @@ class FillingOptions:
             check_positive_int("run_sweep", name, getattr(self, name))
         if self.pack_replicas is not None:
             check_non_negative_int("run_sweep", "pack_replicas", self.pack_replicas)
-        if ray_address is not None:
-            self._check_ray()
+        if ray_address is not None:  # the ways of a sweep trained here refused
+            self._refuse(
+                ("pack_replicas", "processes_per_device", "unroll"),
+                "On Ray, each chunk is a task of its own, trained alone: packs, "
+                "processes and unrolled loops are ways of a sweep trained here",
+            )
+            if self.chunks_per_device != 1:
+                raise ArgumentError(
+                    "run_sweep",
+                    "chunks_per_device",
+                    self.chunks_per_device,
+                    problem="On Ray, chunks share a GPU by {gpus_per_chunk} (e.g. "
+                    "0.25 for four chunks a GPU), not {chunks_per_device}",
+                )
         if processes != 1 and self.chunks_per_device != 1:
             raise ArgumentError(
                 "run_sweep",
@@ -179,26 +191,9 @@ class FillingOptions:
             name, value = next(iter(asked.items()))
             raise ArgumentError("", name, value, problem=problem, received=asked)
 
-    def _check_ray(self) -> None:
-        """Refuses the ways that only a sweep trained here has."""
-        self._refuse(
-            ("pack_replicas", "processes_per_device", "unroll"),
-            "On Ray, each chunk is a task of its own, trained alone: packs, "
-            "processes and unrolled loops are ways of a sweep trained here",
-        )
-        if self.chunks_per_device != 1:
-            raise ArgumentError(
-                "run_sweep",
-                "chunks_per_device",
-                self.chunks_per_device,
-                problem="On Ray, chunks share a GPU by {gpus_per_chunk} (e.g. 0.25 "
-                "for four chunks a GPU), not {chunks_per_device}",
-            )
-
 
 def _refuse_a_script_run_again() -> None:
-    """Refuses a sweep run again by a spawned process of `processes_per_device`
-    (it imports the script as `__mp_main__`)."""
+    """Refuses a sweep run again by a spawned process (its script: `__mp_main__`)."""
     frame = inspect.currentframe()
     while frame is not None:
         module = frame.f_globals.get("__name__")
@@ -312,32 +307,26 @@ def train_locally(
             devices = (devices or jax.devices()[:1]) * filling.chunks_per_device
         if devices and len(chunks) > 1:
             _train_on_devices(chunks, devices, *common)
-        else:
-            _train_chunks(chunks, *common)
-
-
-def _train_chunks(chunks, on_rows, on_steps, limits, chunk_seconds=None, unroll=1):
-    for index, chunk in enumerate(chunks):
-        if not fits(chunk, limits, chunk_seconds):
-            raise TimeLimitReached(
-                f"the sweep stopped before a chunk that would not finish by its "
-                f"time limit, with {len(chunks) - index} chunks left"
-            )
-        train_unit(chunk, on_rows, on_steps, limits, unroll)
-        if index + 1 < len(chunks) and limits.out_of_time():
-            raise TimeLimitReached(
-                f"the sweep stopped at its time limit with {len(chunks) - index - 1} "
-                "chunks left"
-            )
+            return
+        for index, chunk in enumerate(chunks):  # one after the other
+            if not fits(chunk, limits, chunk_seconds):
+                raise TimeLimitReached(
+                    f"the sweep stopped before a chunk that would not finish by "
+                    f"its time limit, with {len(chunks) - index} chunks left"
+                )
+            train_unit(chunk, on_rows, on_steps, limits, filling.unroll)
+            if index + 1 < len(chunks) and limits.out_of_time():
+                left = len(chunks) - index - 1
+                raise TimeLimitReached(
+                    f"the sweep stopped at its time limit with {left} chunks left"
+                )
 
 
 def _train_on_devices(
     chunks, devices, on_rows, on_steps, limits, chunk_seconds=None, unroll=1
 ):
-    """One chunk per device at a time (a device listed twice: two), each in a
-    thread pinned to its device; only this thread writes rows. Past the
-    deadline no thread starts a chunk, and `TimeLimitReached` follows the
-    finished chunks' rows."""
+    """A thread per device (listed twice: two) trains one chunk at a time there;
+    this one writes the rows; past the deadline none starts (`raise_stopped`)."""
     import queue
     import threading
 
@@ -463,8 +452,7 @@ def train_in_processes(
 
 
 def _started_workers(context, processes: int, units: int, options: dict) -> list:
-    """`(process, its task queue)` of each worker started: `processes` per
-    device, no more than `units`."""
+    """`(process, task queue)` of `processes` workers a device, at most `units`."""
     device_count = len(local_devices()) or 1
     workers = []
     for index in range(min(processes * device_count, units)):

@@ -276,14 +276,11 @@ def read_results(path: str | os.PathLike) -> pd.DataFrame:
     for column, default in {**LATER_FIELDS, **LATER_RECORD_FIELDS}.items():
         if column in table:
             continue
+        position = len(table.columns)
         if column in LATER_FIELDS:
-            position = min(CONFIG_COLUMNS.index(column), len(table.columns))
-        else:
-            position = (
-                table.columns.get_loc("config_id")
-                if "config_id" in table
-                else len(table.columns)
-            )
+            position = min(CONFIG_COLUMNS.index(column), position)
+        elif "config_id" in table:
+            position = table.columns.get_loc("config_id")
         table.insert(position, column, default)
     missing = [column for column in RESULT_COLUMNS if column not in table]
     if missing:

@@ -208,11 +208,8 @@ class ResultsAppender:
 
 @contextlib.contextmanager
 def _progress_bar(progress: bool, chunks: Sequence[Chunk]):
-    """One tqdm bar over the seed-steps of `chunks`; yields its `on_steps`.
-
-    Steps not trained here (`trained=False`: a backup's, those of runs that
-    stopped early) move the bar without counting in its rate and time left.
-    """
+    """One tqdm bar over the seed-steps of `chunks`; yields its `on_steps`, whose
+    steps not trained here (`trained=False`) count in neither rate nor ETA."""
     if not progress:
         yield lambda steps, trained=True: None
         return
@@ -297,16 +294,14 @@ def plan_sweep(
 
 
 def _backups(path: Path, backup_dir=None) -> list[tuple[Chunk, str]]:
-    """The backed-up chunks of `path`, with their engines: beside it, or in a
-    Ray sweep's `backup_dir`."""
+    """`(chunk, engine)` of the backups beside `path`, or in Ray's `backup_dir`."""
     if backup_dir is None:
         return backed_up_chunks(path)
     return backed_up_chunks_in(path, backup_dir)
 
 
 def _plan(configs, seeds, chunk_size, done, backups=None) -> list[Chunk]:
-    """The `backups`' chunks on this engine whose runs are all still to
-    train, first, then the rest of the runs not `done`."""
+    """The `backups`' chunks of this engine still wholly to train, then the rest."""
     todo = {(config_id(c), s) for c in configs for s in seeds} - done
     resumed, here = [], engine_name()
     for chunk, engine in backups or ():
@@ -332,8 +327,7 @@ def _sweep_configs(grid) -> list[ExperimentConfig]:
 
 
 def _group_keys(grid, configs: Sequence[ExperimentConfig]) -> tuple[str, ...]:
-    """operation, model, then every other field the grid (or the list of
-    configurations) varies."""
+    """operation, model, then every other field the grid (or config list) varies."""
     if isinstance(grid, Mapping):
         grid = normalize_grid(grid)
         varied = [key for keys, rows in grid.items() if len(rows) > 1 for key in keys]

@@ -147,8 +147,7 @@ def _retracing_warnings_silenced():
 
 
 def _chunk_run(chunk: Chunk, unroll: int = 1):
-    """The replica run of a chunk, its records without `history` (rows hold
-    the verdicts, not the evaluations)."""
+    """A chunk's replica run, without `history` (rows hold verdicts, not curves)."""
     from keras_nalu.sweeps.engines import batched_run, replica_run
 
     if not vectorizable(chunk.config):
@@ -216,8 +215,8 @@ def _one_seed(config, progress, finished: int, chunk: Chunk) -> dict:
 
 
 class _StopAtInterrupt(keras.callbacks.Callback):
-    """Ends a `run_experiment` at its next evaluation after a Ctrl-C
-    (`stop_at_interrupt`); `step` is where it stopped, None if it was not."""
+    """Ends a `run_experiment` at its next evaluation after a Ctrl-C; `step`: where
+    it stopped (None: it did not)."""
 
     def __init__(self):
         super().__init__()
