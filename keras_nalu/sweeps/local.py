@@ -1,8 +1,5 @@
-"""Chunks trained on this machine: one after the other, or side by side (in
-threads, or in spawned processes of their own while this one writes the rows).
-
-The ways to fill a device (`FillingOptions`) are told in docs/backends.md,
-"Filling a GPU".
+"""Chunks trained on this machine: one after the other, or side by side in
+threads or spawned processes (`FillingOptions`; docs/backends.md, "Filling a GPU").
 """
 
 from __future__ import annotations
@@ -387,13 +384,10 @@ def _train_on_devices(
 def train_in_processes(
     units, processes, on_rows, on_steps, limits, chunk_seconds, unroll
 ):
-    """`processes` spawned processes per device, each training its own unit.
-
-    A free process asks for a unit (a chunk or a pack); this one hands out
-    the next (`_next_unit`), writes the rows they send, reports their
-    progress, and records their JAX compile times (`jax.monitoring`) here
-    too. Ctrl-C stops every process at its next evaluation, after its backup.
-    """
+    """`processes` spawned processes per device, each asking for its next unit
+    (a chunk or a pack) when free; this one writes the rows they send, reports
+    their progress and records their JAX compile times (`jax.monitoring`).
+    Ctrl-C stops every process at its next evaluation, after its backup."""
     import multiprocessing
 
     os.environ.update(worker_environment())  # this process: no memory up front

@@ -1,7 +1,5 @@
-"""`run_sweep`: a grid of configurations × seeds into one resumable results CSV.
-
-The pipeline, from `SweepOptions` to the rows, is told in docs/architecture.md.
-"""
+"""`run_sweep`: a grid of configurations × seeds into one resumable results CSV
+(the pipeline, from `SweepOptions` to the rows: docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -181,13 +179,9 @@ def _checked_results_file(results_path, options: SweepOptions) -> Path:
 
 
 class ResultsAppender:
-    """Adds each finished chunk's rows to the results file (lock held), in
-    the sweep's thread, and removes the backups of runs that now have rows.
-
-    Attributes:
-        table: the whole file as it is now.
-        new_rows: the rows added so far.
-    """
+    """Adds each finished chunk's rows to the results file (lock held), in the
+    sweep's thread, and removes the backups of runs that now have rows; `table`
+    is the whole file as it is now, `new_rows` the rows added so far."""
 
     def __init__(self, path: Path, on_chunk: Callable[[list[dict]], None] | None):
         self.path = path

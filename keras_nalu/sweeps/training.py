@@ -158,12 +158,9 @@ def _chunk_run(chunk: Chunk, unroll: int = 1):
 
 
 def _train_one_by_one(chunk: Chunk, on_rows, progress, limits: ChunkLimits) -> None:
-    """Trains the chunk's runs one after the other with `run_experiment`.
-
-    A Ctrl-C stops the seed in training at its next evaluation, the deadline
-    the chunk between two seeds; without backups, the seed in training
-    starts over on the next sweep, after the finished seeds' rows.
-    """
+    """Trains the chunk's runs one by one (`run_experiment`): a Ctrl-C stops the
+    seed in training at its next evaluation (it starts over on the next sweep,
+    without backups), the deadline the chunk between two seeds."""
     rows = []
     try:
         for config in chunk.runs:
