@@ -27,8 +27,12 @@ from keras_nalu.evaluation.statistics import (
     sparsity_error_summary,
     success_rate_interval,
 )
-from keras_nalu.sweeps._rows import check_identity, first_bad_line, row_lines
-from keras_nalu.sweeps.results import RECORD_FIELDS
+from keras_nalu.sweeps.results import (
+    RECORD_FIELDS,
+    check_identity,
+    first_bad_line,
+    row_lines,
+)
 
 REQUIRED_COLUMNS = (
     "model",

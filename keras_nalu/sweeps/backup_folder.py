@@ -26,8 +26,8 @@ class BackupFolder:
     @classmethod
     def checked(cls, backup_dir) -> BackupFolder:
         """The folder as the driver checks it: created, and an absolute path."""
-        text = os.fspath(backup_dir) if isinstance(backup_dir, os.PathLike) else None
-        text = backup_dir if isinstance(backup_dir, str) else text
+        is_path = isinstance(backup_dir, str | os.PathLike)
+        text = os.fspath(backup_dir) if is_path else None
         if not text:
             raise ArgumentError(
                 "run_sweep",

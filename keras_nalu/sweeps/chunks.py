@@ -149,12 +149,9 @@ def plan_chunks(
             )
             if todo:
                 chunks.append(Chunk(config, todo))
-    return _packed(chunks, chunk_size) if batch else chunks
-
-
-def _packed(chunks: list[Chunk], chunk_size: int) -> list[Chunk]:
-    """Chunks of one recipe packed together, first fit, in their order."""
-    bins: dict[tuple, list[list]] = {}
+    if not batch:
+        return chunks
+    bins: dict[tuple, list[list]] = {}  # a recipe's packs, filled first fit
     packed: list[list] = []
     for chunk in chunks:
         part = (chunk.config, chunk.seeds)
@@ -245,13 +242,10 @@ def backed_up_chunks(
 def remove_finished_backups(
     results_path: str | os.PathLike, done: set[tuple[str, int]]
 ) -> list[Path]:
-    """Deletes, and returns, the chunk backups beside a results file whose
-    runs all have rows (`done`: its `(config id, seed)` pairs).
-
-    A finished chunk deletes its own backup; these are the ones it left where
-    it trained without backups or was cut otherwise, so that none is
-    reported as in training. Only chunks' backups (`backed_up_chunks`) go.
-    """
+    """Deletes, and returns, the chunk backups (`backed_up_chunks`) beside a
+    results file whose runs all have rows (`done`: `(config id, seed)` pairs):
+    left by chunks trained without backups or cut otherwise, they would be
+    reported as in training."""
     removed = []
     for chunk, _ in backed_up_chunks(results_path):
         if chunk.pairs <= done:

@@ -6,7 +6,8 @@ import dataclasses
 import itertools
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from keras_nalu._validation import check_seeds, parse_ranges
@@ -19,21 +20,8 @@ _DEFAULTS = {
 }
 
 
-def _split_values(text: str) -> list[str]:
-    """Splits on commas outside brackets: 'U[1,2],U[2,6]' -> two values."""
-    values, depth, current = [], 0, []
-    for char in text:
-        if char in "[(":
-            depth += 1
-        elif char in "])":
-            depth -= 1
-        if char == "," and depth == 0:
-            values.append("".join(current).strip())
-            current = []
-        else:
-            current.append(char)
-    values.append("".join(current).strip())
-    return values
+# A comma outside brackets: 'U[1,2],U[2,6]' is two values.
+_VALUE_COMMA = re.compile(r",(?![^\[(]*[\])])")
 
 
 def _convert(key: str, value):
@@ -60,20 +48,6 @@ def _convert(key: str, value):
         ) from None
 
 
-def _check_keys(keys: Sequence[str]) -> None:
-    for key in keys:
-        if key == "seed":
-            raise ValueError(
-                "sweep grid: give seeds with --seeds / seeds=, not in the grid. "
-                "Received: seed"
-            )
-        if key not in _DEFAULTS:
-            raise ValueError(
-                f"sweep grid: unknown field {key!r}. Expected ExperimentConfig "
-                f"fields: {[name for name in _DEFAULTS if name != 'seed']}"
-            )
-
-
 def parse_grid(items: Iterable[str]) -> dict[tuple[str, ...], list[tuple]]:
     """Reads `--grid` items, `KEY=V1,V2` and `KEY1:KEY2=A1:B1,A2:B2`, into a
     grid: `{(key, ...): [(value, ...), ...]}` of typed values.
@@ -98,7 +72,7 @@ def parse_grid(items: Iterable[str]) -> dict[tuple[str, ...], list[tuple]]:
                 )
             given[key] = item
         rows = []
-        for value in _split_values(values_text):
+        for value in map(str.strip, _VALUE_COMMA.split(values_text)):
             parts = value.split(":")
             if len(keys) > 1 and len(parts) != len(keys):
                 raise ValueError(
@@ -122,7 +96,17 @@ def normalize_grid(grid: Mapping) -> dict[tuple[str, ...], list[tuple]]:
     normalized = {}
     for keys, values in grid.items():
         keys = tuple(keys.split(":")) if isinstance(keys, str) else tuple(keys)
-        _check_keys(keys)
+        for key in keys:
+            if key == "seed":
+                raise ValueError(
+                    "sweep grid: give seeds with --seeds / seeds=, not in the grid. "
+                    "Received: seed"
+                )
+            if key not in _DEFAULTS:
+                raise ValueError(
+                    f"sweep grid: unknown field {key!r}. Expected ExperimentConfig "
+                    f"fields: {[name for name in _DEFAULTS if name != 'seed']}"
+                )
         if isinstance(values, str | int | float | bool) or values is None:
             values = [values]
         rows = []

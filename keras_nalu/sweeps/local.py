@@ -1,23 +1,30 @@
-"""Chunks trained on this machine: one after the other, or side by side.
-
-The ways to fill a device (`FillingOptions`) are told in docs/backends.md,
-"Filling a GPU".
+"""Chunks trained on this machine: one after the other, or side by side in
+threads or spawned processes (`FillingOptions`; docs/backends.md, "Filling a GPU").
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 import logging
 import os
+import queue
+import traceback
+from unittest import mock
 
+from keras_nalu._startup import SPAWNED
 from keras_nalu._validation import check_non_negative_int, check_positive_int
 from keras_nalu.errors import ArgumentError
 from keras_nalu.sweeps.chunks import ChunkLimits, pack_chunks
-from keras_nalu.sweeps.engines import TimeLimitReached, stop_at_interrupt
+from keras_nalu.sweeps.engines import (
+    TimeLimitReached,
+    stop_at_interrupt,
+    stop_requested,
+)
 from keras_nalu.sweeps.engines.device import local_devices, worker_environment
+from keras_nalu.sweeps.engines.loop import request_stop, stop_with
 from keras_nalu.sweeps.engines.run import MAX_UNROLL
-from keras_nalu.sweeps.processes import train_in_processes
 from keras_nalu.sweeps.training import fits, raise_stopped, train_unit
 
 JAX_ONLY = ("chunks_per_device", "pack_replicas", "unroll")
@@ -57,17 +64,6 @@ def default_pack_replicas() -> int:
     from keras_nalu.sweeps.engines import device_name
 
     return MEASURED_PACK_REPLICAS.get(device_name(), 0)
-
-
-def on_accelerator() -> bool:
-    """Whether the JAX engine trains on an accelerator here (starts JAX)."""
-    import keras
-
-    if keras.backend.backend() != "jax":
-        return False
-    import jax
-
-    return jax.devices()[0].platform != "cpu"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,8 +122,20 @@ class FillingOptions:
             check_positive_int("run_sweep", name, getattr(self, name))
         if self.pack_replicas is not None:
             check_non_negative_int("run_sweep", "pack_replicas", self.pack_replicas)
-        if ray_address is not None:
-            self._check_ray()
+        if ray_address is not None:  # the ways of a sweep trained here refused
+            self._refuse(
+                ("pack_replicas", "processes_per_device", "unroll"),
+                "On Ray, each chunk is a task of its own, trained alone: packs, "
+                "processes and unrolled loops are ways of a sweep trained here",
+            )
+            if self.chunks_per_device != 1:
+                raise ArgumentError(
+                    "run_sweep",
+                    "chunks_per_device",
+                    self.chunks_per_device,
+                    problem="On Ray, chunks share a GPU by {gpus_per_chunk} (e.g. "
+                    "0.25 for four chunks a GPU), not {chunks_per_device}",
+                )
         if processes != 1 and self.chunks_per_device != 1:
             raise ArgumentError(
                 "run_sweep",
@@ -142,8 +150,15 @@ class FillingOptions:
             )
         from keras_nalu.sweeps.engines import engine_class
 
-        self._check_engine(engine_class())
-        engine_class().check_unroll(self.unroll)
+        engine = engine_class()
+        if not engine.supports_packing:  # the ways of `JAX_ONLY` refused
+            self._refuse(
+                JAX_ONLY,
+                f"The {engine.engine} engine trains one chunk at a time, alone: "
+                "chunks side by side in threads, packs and unrolled loops need "
+                "the JAX engine (KERAS_BACKEND=jax)",
+            )
+        engine.check_unroll(self.unroll)
         if processes != 1:
             _refuse_a_script_run_again()
         self.prepare_process()
@@ -173,36 +188,9 @@ class FillingOptions:
             name, value = next(iter(asked.items()))
             raise ArgumentError("", name, value, problem=problem, received=asked)
 
-    def _check_ray(self) -> None:
-        """Refuses the ways that only a sweep trained here has."""
-        self._refuse(
-            ("pack_replicas", "processes_per_device", "unroll"),
-            "On Ray, each chunk is a task of its own, trained alone: packs, "
-            "processes and unrolled loops are ways of a sweep trained here",
-        )
-        if self.chunks_per_device != 1:
-            raise ArgumentError(
-                "run_sweep",
-                "chunks_per_device",
-                self.chunks_per_device,
-                problem="On Ray, chunks share a GPU by {gpus_per_chunk} (e.g. 0.25 "
-                "for four chunks a GPU), not {chunks_per_device}",
-            )
-
-    def _check_engine(self, engine) -> None:
-        """Refuses the ways of the JAX engine (`JAX_ONLY`) on another engine."""
-        if not engine.supports_packing:
-            self._refuse(
-                JAX_ONLY,
-                f"The {engine.engine} engine trains one chunk at a time, alone: "
-                "chunks side by side in threads, packs and unrolled loops need "
-                "the JAX engine (KERAS_BACKEND=jax)",
-            )
-
 
 def _refuse_a_script_run_again() -> None:
-    """Refuses a sweep run again by a spawned process of `processes_per_device`
-    (it imports the script as `__mp_main__`)."""
+    """Refuses a sweep run again by a spawned process (its script: `__mp_main__`)."""
     frame = inspect.currentframe()
     while frame is not None:
         module = frame.f_globals.get("__name__")
@@ -223,12 +211,16 @@ def _no_memory_up_front() -> None:
 
     environment = worker_environment()
     told = {"XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION"}
-    if jax_started() and not told & set(os.environ) and on_accelerator():
-        logging.getLogger(__name__).warning(
-            "JAX started in this process before processes_per_device could "
-            "keep it from taking GPU memory up front; on a GPU, set "
-            "XLA_PYTHON_CLIENT_PREALLOCATE=false before Python starts"
-        )
+    if jax_started() and not told & set(os.environ):
+        import jax
+        import keras
+
+        if keras.backend.backend() == "jax" and jax.devices()[0].platform != "cpu":
+            logging.getLogger(__name__).warning(
+                "JAX started in this process before processes_per_device could "
+                "keep it from taking GPU memory up front; on a GPU, set "
+                "XLA_PYTHON_CLIENT_PREALLOCATE=false before Python starts"
+            )
     os.environ.update(environment)
 
 
@@ -312,32 +304,26 @@ def train_locally(
             devices = (devices or jax.devices()[:1]) * filling.chunks_per_device
         if devices and len(chunks) > 1:
             _train_on_devices(chunks, devices, *common)
-        else:
-            _train_chunks(chunks, *common)
-
-
-def _train_chunks(chunks, on_rows, on_steps, limits, chunk_seconds=None, unroll=1):
-    for index, chunk in enumerate(chunks):
-        if not fits(chunk, limits, chunk_seconds):
-            raise TimeLimitReached(
-                f"the sweep stopped before a chunk that would not finish by its "
-                f"time limit, with {len(chunks) - index} chunks left"
-            )
-        train_unit(chunk, on_rows, on_steps, limits, unroll)
-        if index + 1 < len(chunks) and limits.out_of_time():
-            raise TimeLimitReached(
-                f"the sweep stopped at its time limit with {len(chunks) - index - 1} "
-                "chunks left"
-            )
+            return
+        for index, chunk in enumerate(chunks):  # one after the other
+            if not fits(chunk, limits, chunk_seconds):
+                raise TimeLimitReached(
+                    f"the sweep stopped before a chunk that would not finish by "
+                    f"its time limit, with {len(chunks) - index} chunks left"
+                )
+            train_unit(chunk, on_rows, on_steps, limits, filling.unroll)
+            if index + 1 < len(chunks) and limits.out_of_time():
+                left = len(chunks) - index - 1
+                raise TimeLimitReached(
+                    f"the sweep stopped at its time limit with {left} chunks left"
+                )
 
 
 def _train_on_devices(
     chunks, devices, on_rows, on_steps, limits, chunk_seconds=None, unroll=1
 ):
-    """One chunk per device at a time (a device listed twice: two), each in a
-    thread pinned to its device; only this thread writes rows. Past the
-    deadline no thread starts a chunk, and `TimeLimitReached` follows the
-    finished chunks' rows."""
+    """A thread per device (listed twice: two) trains one chunk at a time there;
+    this one writes the rows; past the deadline none starts (`raise_stopped`)."""
     import queue
     import threading
 
@@ -393,3 +379,173 @@ def _train_on_devices(
     for thread in threads:
         thread.join()
     raise_stopped(stopped, todo.qsize())
+
+
+def train_in_processes(
+    units, processes, on_rows, on_steps, limits, chunk_seconds, unroll
+):
+    """`processes` spawned processes per device, each asking for its next unit
+    (a chunk or a pack) when free; this one writes the rows they send, reports
+    their progress and records their JAX compile times (`jax.monitoring`).
+    Ctrl-C stops every process at its next evaluation, after its backup."""
+    import multiprocessing
+
+    os.environ.update(worker_environment())  # this process: no memory up front
+    context = multiprocessing.get_context("spawn")
+    messages = context.Queue()
+    stop = context.Event()
+    workers = _started_workers(
+        context,
+        processes,
+        len(units),
+        {"messages": messages, "stop": stop, "limits": limits, "unroll": unroll},
+    )
+    todo = list(units)
+    trained = [0] * len(workers)
+    running = set(range(len(workers)))
+    started, stopped = set(), []
+    try:
+        while running:
+            if stop_requested():
+                stop.set()
+            try:
+                kind, index, *rest = messages.get(timeout=1.0)
+            except queue.Empty:
+                _check_alive(workers, running, started, stopped)
+                continue
+            if kind == "ready":
+                started.add(index)
+                # none after the deadline once it trained one, none that won't fit
+                late = stop.is_set() or (trained[index] and limits.out_of_time())
+                fit = todo and not late and fits(todo[0], limits, chunk_seconds)
+                unit = todo.pop(0) if fit else None
+                trained[index] += unit is not None
+                workers[index][1].put(unit)
+            elif kind == "rows":
+                on_rows(rest[0])
+            elif kind == "steps":
+                on_steps(*rest)
+            elif kind == "event":
+                import jax
+
+                jax.monitoring.record_event_duration_secs(*rest)
+            elif kind == "stopped":
+                name, where, again = rest
+                error = TimeLimitReached if name == "TimeLimitReached" else None
+                stopped.append(stop_with(error or KeyboardInterrupt, where, again))
+            elif kind == "error":
+                raise _rebuilt(*rest)
+            elif kind == "exit":
+                running.discard(index)
+    finally:
+        for index, (worker, _) in enumerate(workers):
+            if index in running:  # this process failed: the others stop now
+                worker.terminate()
+            worker.join()
+    raise_stopped(stopped, len(todo))
+
+
+def _started_workers(context, processes: int, units: int, options: dict) -> list:
+    """`(process, task queue)` of `processes` workers a device, at most `units`."""
+    device_count = len(local_devices()) or 1
+    workers = []
+    for index in range(min(processes * device_count, units)):
+        tasks = context.Queue()
+        worker = context.Process(
+            target=_process_worker,
+            args=(index, index % device_count, worker_environment(), tasks),
+            kwargs=options,
+            daemon=True,
+        )
+        # a process that knows a sweep spawned it does not repeat TensorFlow's
+        # start-up lines
+        with mock.patch.dict(os.environ, {SPAWNED: "1"}):
+            worker.start()
+        workers.append((worker, tasks))
+    return workers
+
+
+def _check_alive(workers, running, started, stopped) -> None:
+    """Drops the processes that ended without a word (killed), adding a stop;
+    a RuntimeError if one ended before it was ready, or without a Ctrl-C."""
+    for index in sorted(running):
+        worker = workers[index][0]
+        if worker.is_alive():
+            continue
+        running.discard(index)
+        if index not in started:
+            raise RuntimeError(
+                f"a sweep process ended with exit code {worker.exitcode} as it "
+                "started, before training (its error is above; a script must run "
+                'its sweep under `if __name__ == "__main__":`, since each process '
+                "imports the script again)"
+            )
+        if not stop_requested():
+            raise RuntimeError(
+                f"a sweep process ended with exit code {worker.exitcode} before "
+                "its chunks did; run the sweep again to continue from the backups"
+            )
+        stopped.append(KeyboardInterrupt("the sweep's processes stopped"))
+
+
+def _rebuilt(name: str, text: str, details: str) -> Exception:
+    """A process's error here: its built-in class and message, or a RuntimeError."""
+    import builtins
+
+    error_class = getattr(builtins, name, None)
+    if isinstance(error_class, type) and issubclass(error_class, Exception):
+        return error_class(text)
+    return RuntimeError(f"a sweep process failed: {name}: {text}\n{details}")
+
+
+def _process_worker(index, device_index, environment, tasks, **options):
+    """A spawned process of `train_in_processes`: trains the units it is given."""
+    import threading
+
+    os.environ.update(environment)  # before JAX starts its backend
+    messages, stop = options.pop("messages"), options.pop("stop")
+
+    parent = os.getppid()
+
+    def stop_when_asked():  # Ctrl-C in the sweep's process, or its end: as here
+        while not stop.wait(timeout=2.0) and os.getppid() == parent:
+            pass
+        request_stop()
+
+    threading.Thread(target=stop_when_asked, daemon=True).start()
+    try:
+        import keras
+
+        pinned = contextlib.nullcontext()
+        if keras.backend.backend() == "jax":
+            import jax
+
+            def forward(event, seconds, **details):
+                if event.startswith("/jax/core/compile/"):
+                    messages.put(("event", index, event, seconds))
+
+            jax.monitoring.register_event_duration_secs_listener(forward)
+            devices = jax.local_devices()
+            pinned = jax.default_device(devices[device_index % len(devices)])
+        with pinned:
+            messages.put(("ready", index))
+            while (unit := tasks.get()) is not None:
+                train_unit(
+                    unit,
+                    lambda rows: messages.put(("rows", index, rows)),
+                    lambda steps, trained=True: messages.put(
+                        ("steps", index, steps, trained)
+                    ),
+                    **options,
+                )
+                messages.put(("ready", index))
+    except (TimeLimitReached, KeyboardInterrupt) as error:
+        where = getattr(error, "where", str(error))
+        again = getattr(error, "again", False)
+        messages.put(("stopped", index, type(error).__name__, where, again))
+    except BaseException as error:  # handed to the sweep's process
+        messages.put(
+            ("error", index, type(error).__name__, str(error), traceback.format_exc())
+        )
+    finally:
+        messages.put(("exit", index))

@@ -93,7 +93,25 @@ class SweepOptions:
                 together (each named, with the values received).
         """
         filling = self.filling.prepared(self.ray_address)
-        _check_limits(self.backup_every, self.time_limit, self.ray_address)
+        backup_every, time_limit = self.backup_every, self.time_limit
+        for name, value in (("backup_every", backup_every), ("time_limit", time_limit)):
+            if value is not None and not value >= 0:
+                raise ArgumentError(
+                    "run_sweep", name, value, requirement="be None or >= 0 seconds"
+                )
+        here = self.ray_address is None
+        if time_limit is not None and (backup_every is None or not here):
+            raise ArgumentError(
+                "run_sweep",
+                "time_limit",
+                time_limit,
+                problem="{time_limit} stops a sweep trained here at a backup: it "
+                "needs backups (every {backup_every} seconds) and no {ray_address}",
+                received={
+                    "backup_every": backup_every,
+                    "ray_address": self.ray_address,
+                },
+            )
         backup_dir = check_ray_arguments(
             self.ray_address,
             self.backup_dir,
@@ -118,24 +136,6 @@ class SweepOptions:
         here = self.ray_address is None
         folder = backup_folder(results_path) if here else self.backup_dir
         return ChunkLimits(folder, self.backup_every, deadline)
-
-
-def _check_limits(backup_every, time_limit, ray_address) -> None:
-    """Refuses a negative limit, or a time limit without backups here."""
-    for name, value in (("backup_every", backup_every), ("time_limit", time_limit)):
-        if value is not None and not value >= 0:
-            raise ArgumentError(
-                "run_sweep", name, value, requirement="be None or >= 0 seconds"
-            )
-    if time_limit is not None and (backup_every is None or ray_address is not None):
-        raise ArgumentError(
-            "run_sweep",
-            "time_limit",
-            time_limit,
-            problem="{time_limit} stops a sweep trained here at a backup: it needs "
-            "backups (every {backup_every} seconds) and no {ray_address}",
-            received={"backup_every": backup_every, "ray_address": ray_address},
-        )
 
 
 __all__ = ["SweepOptions"]

@@ -107,8 +107,6 @@ def step_times_from_results(
         return times
     rows = table[(table["device"] == device) & (table["engine"] == engine)]
     rows = rows[(rows["wall_time"] > 0) & (rows["iterations"] > 0)]
-    if rows.empty:
-        return times
     from keras_nalu.sweeps.results import config_of_row
 
     wanted = _step_fields(config)
@@ -220,6 +218,7 @@ def sweep_within(
     """
     from keras_nalu.sweeps.chunks import chunk_backup
     from keras_nalu.sweeps.engines import device_name, engine_name, read_backup, recipe
+    from keras_nalu.sweeps.results import config_id, done_pairs, read_results
     from keras_nalu.sweeps.runner import run_sweep
 
     check_positive_int("sweep_within", "chunk_size", chunk_size)
@@ -228,11 +227,21 @@ def sweep_within(
     by_recipe: dict[tuple, list[ExperimentConfig]] = {}
     for config in configs:
         by_recipe.setdefault(recipe(config), []).append(config)
+
+    def on_chunk(rows):
+        log(
+            f"chunk done: {len(rows)} runs of {rows[0]['model']} "
+            f"({rows[0]['replicas']} replicas, {rows[0]['wall_time']:.0f} s) "
+            f"written to {path}; {deadline - time.monotonic():.0f} s left"
+        )
+
     for group in by_recipe.values():
         left = deadline - time.monotonic()
         if left <= 0:
             return False
-        table, runs_left = _runs_left(path, group, seeds)
+        table = read_results(path)
+        done = done_pairs(table)
+        runs_left = sum((config_id(c), s) not in done for c in group for s in seeds)
         if not runs_left:
             continue
         times = step_times_from_results(table, group[0], device, engine)
@@ -260,7 +269,7 @@ def sweep_within(
             path,
             chunk_size=size,
             progress=False,
-            on_chunk=_chunk_logger(log, path, deadline),
+            on_chunk=on_chunk,
             backup_every=backup_every,
             time_limit=max(deadline - time.monotonic(), 0.0),
             chunks_per_device=chunks_per_device,
@@ -270,28 +279,6 @@ def sweep_within(
         if not outcome.complete:
             return False
     return True
-
-
-def _runs_left(path: Path, group, seeds) -> tuple[pd.DataFrame, int]:
-    """The results file as it is now, and how many runs of `group` it lacks."""
-    from keras_nalu.sweeps.results import config_id, done_pairs, read_results
-
-    table = read_results(path)
-    done = done_pairs(table)
-    return table, sum((config_id(c), s) not in done for c in group for s in seeds)
-
-
-def _chunk_logger(log, path: Path, deadline: float):
-    """`on_chunk` of `sweep_within`: a line for each finished chunk."""
-
-    def finished(rows):
-        log(
-            f"chunk done: {len(rows)} runs of {rows[0]['model']} "
-            f"({rows[0]['replicas']} replicas, {rows[0]['wall_time']:.0f} s) "
-            f"written to {path}; {deadline - time.monotonic():.0f} s left"
-        )
-
-    return finished
 
 
 __all__ = [

@@ -11,6 +11,7 @@ import io
 import json
 import math
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -25,7 +26,6 @@ from keras_nalu.experiments import (
     without_later_defaults,
 )
 from keras_nalu.presets import get_preset
-from keras_nalu.sweeps._rows import check_identity, row_lines
 
 CONFIG_FIELDS = tuple(field.name for field in dataclasses.fields(ExperimentConfig))
 """The `ExperimentConfig` fields; each is a column of a results file."""
@@ -159,6 +159,97 @@ def check_results_path(path: str | os.PathLike) -> Path:
     return path
 
 
+CONFIG_ID = re.compile(r"^c[0-9a-f]{12}$")
+"""A sweep's configuration id: `c` and 12 hexadecimal digits."""
+
+
+def row_lines(path: str | os.PathLike) -> list[int]:
+    """The line on which each data row of the CSV at `path` starts (blank
+    lines skipped, as pandas skips them), so that a malformed row is named by
+    its line before pandas fills a row cut short with empty cells and counts it.
+
+    Raises:
+        ValueError: the file is not UTF-8 text, is empty, breaks the CSV
+            quoting rules, has a row of another field count than the header,
+            or a last row without its line break (it may be cut short); the
+            message names the line and says what to do.
+    """
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            text = handle.read()
+    except UnicodeDecodeError:
+        raise ValueError("it is not UTF-8 text") from None
+    lines: list[int] = []
+    header = None
+    line = 0
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        for row in reader:
+            start, line = line + 1, reader.line_num
+            if not row:
+                continue
+            if header is None:
+                header = row
+                continue
+            if len(row) != len(header):
+                raise ValueError(
+                    f"line {start} has {len(row)} fields where the header has "
+                    f"{len(header)} (a row cut short?); complete or delete that line"
+                )
+            lines.append(start)
+    except csv.Error as error:
+        if str(error) == "unexpected end of data":
+            raise ValueError(
+                f"line {line + 1} ends inside a quoted field (a row cut short?); "
+                "complete or delete that line"
+            ) from None
+        raise ValueError(f"line {line + 1}: {error}") from None
+    if header is None:
+        raise ValueError("it is empty (no header line)")
+    if lines and lines[-1] == start and not text.endswith(("\n", "\r")):
+        raise ValueError(
+            f"line {lines[-1]}, the last, has no line break at its end, so it may "
+            "be cut short; check it and end it with a line break"
+        )
+    return lines
+
+
+def first_bad_line(bad: pd.Series, lines: list[int]) -> int:
+    """The line of the first row where the boolean Series `bad` is true."""
+    return lines[int(bad.to_numpy().nonzero()[0][0])]
+
+
+def check_identity(table: pd.DataFrame, lines: list[int]) -> str | None:
+    """Why a row cannot be counted as a run, or None if every row can.
+
+    A run needs its `model`, `operation`, `seed` (a whole number >= 0) and,
+    in a sweep's file, a well-formed `config_id`.
+    """
+    for column in ("model", "operation", "seed"):
+        if column in table and table[column].isna().any():
+            line = first_bad_line(table[column].isna(), lines)
+            return f"line {line} has no {column}; complete or delete that line"
+    if "seed" in table:
+        seeds = pd.to_numeric(table["seed"], errors="coerce")
+        bad = seeds.isna() | (seeds < 0) | (seeds % 1 != 0)
+        if bad.any():
+            index = int(bad.to_numpy().nonzero()[0][0])
+            return (
+                f"line {lines[index]}: seed must be a whole number >= 0. "
+                f"Received: seed={table['seed'].iloc[index]!r}"
+            )
+    if "config_id" in table:
+        ids = table["config_id"].astype(str)
+        bad = ~ids.map(lambda value: bool(CONFIG_ID.match(value)))
+        if bad.any():
+            index = int(bad.to_numpy().nonzero()[0][0])
+            return (
+                f"line {lines[index]}: malformed config_id {ids.iloc[index]!r} "
+                "(expected c and 12 hex digits)"
+            )
+    return None
+
+
 def read_results(path: str | os.PathLike) -> pd.DataFrame:
     """Reads and checks a sweep results file (empty table if there is none).
 
@@ -185,14 +276,11 @@ def read_results(path: str | os.PathLike) -> pd.DataFrame:
     for column, default in {**LATER_FIELDS, **LATER_RECORD_FIELDS}.items():
         if column in table:
             continue
+        position = len(table.columns)
         if column in LATER_FIELDS:
-            position = min(CONFIG_COLUMNS.index(column), len(table.columns))
-        else:
-            position = (
-                table.columns.get_loc("config_id")
-                if "config_id" in table
-                else len(table.columns)
-            )
+            position = min(CONFIG_COLUMNS.index(column), position)
+        elif "config_id" in table:
+            position = table.columns.get_loc("config_id")
         table.insert(position, column, default)
     missing = [column for column in RESULT_COLUMNS if column not in table]
     if missing:

@@ -1,7 +1,5 @@
-"""`run_sweep`: a grid of configurations × seeds into one resumable results CSV.
-
-The pipeline, from `SweepOptions` to the rows, is told in docs/architecture.md.
-"""
+"""`run_sweep`: a grid of configurations × seeds into one resumable results CSV
+(the pipeline, from `SweepOptions` to the rows: docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -109,7 +107,17 @@ def run_sweep(
     ...            "eval_every": [100]}, "0-1", path, progress=False).skipped
     2
     """
-    options = _options(options, keywords).prepared()  # first: before JAX starts
+    if options is None:
+        options = SweepOptions.from_keywords(**keywords)
+    elif not isinstance(options, SweepOptions) or keywords:
+        raise ArgumentError(
+            "run_sweep",
+            "options",
+            options,
+            requirement="be a SweepOptions, and no option by name beside it",
+            received={"options": options, "keywords": sorted(keywords)},
+        )
+    options = options.prepared()  # first: before JAX starts
     configs = _sweep_configs(grid)
     seeds = parse_seeds(seeds)
     path = _checked_results_file(results_path, options)
@@ -127,7 +135,14 @@ def run_sweep(
             widest = max((c for c, _ in chunk.parts), key=lambda c: c.input_size)
             check_run_memory(widest, chunk.replicas)
         if not options.backups and options.ray_address is None:
-            _note_unused_backups(path, planned_pairs - done)
+            todo = planned_pairs - done
+            unused = [c for c, _ in backed_up_chunks(path) if c.pairs & todo]
+            if unused:
+                logger.info(
+                    f"{len(unused)} chunk backups in {path.name}.backup/ are not "
+                    "continued (backups are off): their runs train from the start, "
+                    "and each backup is removed once its runs have rows"
+                )
         with _progress_bar(progress, chunks) as on_steps:
             complete = _dispatch(chunks, appender, on_steps, limits, options, path)
         with contextlib.suppress(OSError):  # only if no backup is left in it
@@ -142,21 +157,6 @@ def run_sweep(
     return SweepOutcome(
         path, mine, appender.new_rows, skipped, group_by, complete, left
     )
-
-
-def _options(options: SweepOptions | None, keywords: dict) -> SweepOptions:
-    """`run_sweep`'s options: given whole, or by name, not both."""
-    if options is None:
-        return SweepOptions.from_keywords(**keywords)
-    if not isinstance(options, SweepOptions) or keywords:
-        raise ArgumentError(
-            "run_sweep",
-            "options",
-            options,
-            requirement="be a SweepOptions, and no option by name beside it",
-            received={"options": options, "keywords": sorted(keywords)},
-        )
-    return options
 
 
 def _checked_results_file(results_path, options: SweepOptions) -> Path:
@@ -179,13 +179,9 @@ def _checked_results_file(results_path, options: SweepOptions) -> Path:
 
 
 class ResultsAppender:
-    """Adds each finished chunk's rows to the results file (lock held), in
-    the sweep's thread, and removes the backups of runs that now have rows.
-
-    Attributes:
-        table: the whole file as it is now.
-        new_rows: the rows added so far.
-    """
+    """Adds each finished chunk's rows to the results file (lock held), in the
+    sweep's thread, and removes the backups of runs that now have rows; `table`
+    is the whole file as it is now, `new_rows` the rows added so far."""
 
     def __init__(self, path: Path, on_chunk: Callable[[list[dict]], None] | None):
         self.path = path
@@ -206,11 +202,8 @@ class ResultsAppender:
 
 @contextlib.contextmanager
 def _progress_bar(progress: bool, chunks: Sequence[Chunk]):
-    """One tqdm bar over the seed-steps of `chunks`; yields its `on_steps`.
-
-    Steps not trained here (`trained=False`: a backup's, those of runs that
-    stopped early) move the bar without counting in its rate and time left.
-    """
+    """One tqdm bar over the seed-steps of `chunks`; yields its `on_steps`, whose
+    steps not trained here (`trained=False`) count in neither rate nor ETA."""
     if not progress:
         yield lambda steps, trained=True: None
         return
@@ -295,16 +288,14 @@ def plan_sweep(
 
 
 def _backups(path: Path, backup_dir=None) -> list[tuple[Chunk, str]]:
-    """The backed-up chunks of `path`, with their engines: beside it, or in a
-    Ray sweep's `backup_dir`."""
+    """`(chunk, engine)` of the backups beside `path`, or in Ray's `backup_dir`."""
     if backup_dir is None:
         return backed_up_chunks(path)
     return backed_up_chunks_in(path, backup_dir)
 
 
 def _plan(configs, seeds, chunk_size, done, backups=None) -> list[Chunk]:
-    """The `backups`' chunks on this engine whose runs are all still to
-    train, first, then the rest of the runs not `done`."""
+    """The `backups`' chunks of this engine still wholly to train, then the rest."""
     todo = {(config_id(c), s) for c in configs for s in seeds} - done
     resumed, here = [], engine_name()
     for chunk, engine in backups or ():
@@ -314,17 +305,6 @@ def _plan(configs, seeds, chunk_size, done, backups=None) -> list[Chunk]:
             done = done | chunk.pairs
     batch = engine_class().supports_batched
     return resumed + plan_chunks(configs, seeds, chunk_size, done, batch=batch)
-
-
-def _note_unused_backups(path: Path, todo: set[tuple[str, int]]) -> None:
-    """Says which backups of this sweep's runs a sweep without backups leaves."""
-    unused = [chunk for chunk, _ in backed_up_chunks(path) if chunk.pairs & todo]
-    if unused:
-        logger.info(
-            f"{len(unused)} chunk backups in {path.name}.backup/ are not continued "
-            "(backups are off): their runs train from the start, and each backup "
-            "is removed once its runs have rows"
-        )
 
 
 def _sweep_configs(grid) -> list[ExperimentConfig]:
@@ -341,8 +321,7 @@ def _sweep_configs(grid) -> list[ExperimentConfig]:
 
 
 def _group_keys(grid, configs: Sequence[ExperimentConfig]) -> tuple[str, ...]:
-    """operation, model, then every other field the grid (or the list of
-    configurations) varies."""
+    """operation, model, then every other field the grid (or config list) varies."""
     if isinstance(grid, Mapping):
         grid = normalize_grid(grid)
         varied = [key for keys, rows in grid.items() if len(rows) > 1 for key in keys]

@@ -147,8 +147,7 @@ def _retracing_warnings_silenced():
 
 
 def _chunk_run(chunk: Chunk, unroll: int = 1):
-    """The replica run of a chunk, its records without `history` (rows hold
-    the verdicts, not the evaluations)."""
+    """A chunk's replica run, without `history` (rows hold verdicts, not curves)."""
     from keras_nalu.sweeps.engines import batched_run, replica_run
 
     if not vectorizable(chunk.config):
@@ -159,38 +158,33 @@ def _chunk_run(chunk: Chunk, unroll: int = 1):
 
 
 def _train_one_by_one(chunk: Chunk, on_rows, progress, limits: ChunkLimits) -> None:
-    """Trains the chunk's runs one after the other with `run_experiment`.
-
-    A Ctrl-C stops the seed in training at its next evaluation, the deadline
-    the chunk between two seeds; without backups, the seed in training
-    starts over on the next sweep, after the finished seeds' rows.
-    """
+    """Trains the chunk's runs one by one (`run_experiment`): a Ctrl-C stops the
+    seed in training at its next evaluation (it starts over on the next sweep,
+    without backups), the deadline the chunk between two seeds."""
     rows = []
     try:
         for config in chunk.runs:
             if stop_requested() or (rows and limits.out_of_time()):
-                raise _between_seeds(config, len(rows), chunk.replicas)
+                trained = f"{len(rows)} of {chunk.replicas} seeds trained"
+                name = f"{config.model}-{config.operation}"
+                if stop_requested():
+                    raise stop_with(
+                        KeyboardInterrupt,
+                        f"{name} stopped between two seeds, {trained}",
+                        True,
+                    )
+                raise stop_with(
+                    TimeLimitReached,
+                    f"{name} stopped at its time limit between two seeds, {trained} "
+                    "(this preset trains one seed at a time, without backups)",
+                    again=False,
+                )
             rows.append(record_row(_one_seed(config, progress, len(rows), chunk)))
     except (KeyboardInterrupt, TimeLimitReached):
         if rows:
             on_rows(rows)
         raise
     on_rows(rows)
-
-
-def _between_seeds(config, finished: int, seeds: int) -> BaseException:
-    trained = f"{finished} of {seeds} seeds trained"
-    name = f"{config.model}-{config.operation}"
-    if stop_requested():
-        return stop_with(
-            KeyboardInterrupt, f"{name} stopped between two seeds, {trained}", True
-        )
-    return stop_with(
-        TimeLimitReached,
-        f"{name} stopped at its time limit between two seeds, {trained} (this "
-        "preset trains one seed at a time, without backups)",
-        again=False,
-    )
 
 
 def _one_seed(config, progress, finished: int, chunk: Chunk) -> dict:
@@ -218,8 +212,8 @@ def _one_seed(config, progress, finished: int, chunk: Chunk) -> dict:
 
 
 class _StopAtInterrupt(keras.callbacks.Callback):
-    """Ends a `run_experiment` at its next evaluation after a Ctrl-C
-    (`stop_at_interrupt`); `step` is where it stopped, None if it was not."""
+    """Ends a `run_experiment` at its next evaluation after a Ctrl-C; `step`: where
+    it stopped (None: it did not)."""
 
     def __init__(self):
         super().__init__()

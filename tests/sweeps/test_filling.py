@@ -362,9 +362,9 @@ def test_command_buffers_after_jax_started_are_one_line(tmp_path):
 
 
 def test_a_process_that_dies_ends_the_sweep_in_one_line(tmp_path, monkeypatch):
-    from keras_nalu.sweeps import processes
+    from keras_nalu.sweeps import local
 
-    monkeypatch.setattr(processes, "_process_worker", _exit_at_once)
+    monkeypatch.setattr(local, "_process_worker", _exit_at_once)
     with pytest.raises(RuntimeError, match="exit code 3"):
         run_sweep(
             GRID,

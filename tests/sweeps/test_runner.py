@@ -467,7 +467,7 @@ def test_a_script_that_each_process_would_run_again_is_told_so(monkeypatch):
 
 
 def test_a_sweep_process_that_ends_as_it_starts_is_not_a_backup_to_continue():
-    from keras_nalu.sweeps import processes
+    from keras_nalu.sweeps import local
 
     class Ended:  # a process that ended before it was ready to train
         exitcode = 1
@@ -476,7 +476,7 @@ def test_a_sweep_process_that_ends_as_it_starts_is_not_a_backup_to_continue():
             return False
 
     with pytest.raises(RuntimeError) as error:
-        processes._check_alive([(Ended(), None)], {0}, set(), [])
+        local._check_alive([(Ended(), None)], {0}, set(), [])
     assert 'under `if __name__ == "__main__":`' in str(error.value)
     assert "run the sweep again" not in str(error.value)
 
