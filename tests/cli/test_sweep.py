@@ -114,6 +114,36 @@ def test_every_flag_reaches_run_sweep(tmp_path, monkeypatch):
     assert flags - {"-h", "--help"} == given
 
 
+def test_the_flags_are_the_options_of_run_sweep_with_their_defaults(monkeypatch):
+    """Each field of `SweepOptions` and `FillingOptions` is a flag of the
+    command, and a flag not given is the library's default: the options are
+    defined once, in the library."""
+    import dataclasses
+
+    import keras_nalu.sweeps.runner as runner
+    from keras_nalu.sweeps import SweepOptions
+    from keras_nalu.sweeps.local import FillingOptions
+
+    seen = {}
+
+    def fake_sweep(grid, seeds, results_path, *, progress, **options):
+        seen.update(options)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(runner, "run_sweep", fake_sweep)
+    with pytest.raises(SystemExit):
+        cli.main(["sweep", "--grid", "model=nmu", "--results", "r.csv"])
+    # chunk_seconds is a function (a chunk's predicted wall time): a script's
+    # option only
+    defaults = {
+        field.name: field.default
+        for options in (SweepOptions, FillingOptions)
+        for field in dataclasses.fields(options)
+        if field.name not in ("filling", "chunk_seconds")
+    }
+    assert seen == defaults
+
+
 def test_a_sweep_stops_at_its_time_limit_and_the_same_command_continues(
     tmp_path, capsys
 ):
