@@ -95,8 +95,8 @@ def test_train_exports_a_servable_saved_model(trained, tmp_path):
     assert "(-1, 10)" in shown
 
 
-def _no_trace_of(flags, tmp_path, code, out, err, needle):
-    """A refusal of `flags`: status 2, one line naming the problem, nothing
+def _no_trace_of(tmp_path, code, out, err, needle):
+    """A refusal: status 2, one line naming the problem, nothing
     trained or written."""
     assert code == 2, err
     lines = [line for line in err.splitlines() if line.strip()]
@@ -139,7 +139,7 @@ def test_bad_flags_exit_nonzero_with_one_line(
     except SystemExit as exit:  # argparse's own refusals
         code = exit.code
     captured = capsys.readouterr()
-    _no_trace_of(flags, tmp_path, code, captured.out, captured.err, needle)
+    _no_trace_of(tmp_path, code, captured.out, captured.err, needle)
 
 
 def test_a_bad_flag_is_one_line_from_the_command_itself(tmp_path):
@@ -148,7 +148,6 @@ def test_a_bad_flag_is_one_line_from_the_command_itself(tmp_path):
     flags = ["--subset-ratio", "0.9"]
     completed = run_cli("train", *flags, "--quiet", cwd=tmp_path, timeout=120)
     _no_trace_of(
-        flags,
         tmp_path,
         completed.returncode,
         completed.stdout,
