@@ -10,13 +10,20 @@ STAMP := $(VENV)/.installed
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 # Keeps mkdocs-material's end-of-life banner out of the build output.
 export NO_MKDOCS_2_WARNING ?= 1
+# The environments are installed without byte-compiling every module (pip's
+# default, ~100 s of the install for TensorFlow, PyTorch, JAX and Ray); the
+# modules a command imports are compiled on first use and kept under
+# build/pycache, whatever PYTHONDONTWRITEBYTECODE says: the suite starts
+# hundreds of Python processes, and each would compile them again.
+unexport PYTHONDONTWRITEBYTECODE
+export PYTHONPYCACHEPREFIX ?= $(CURDIR)/build/pycache
 
 .PHONY: train test test-without-tensorflow test-slow docs docs-serve wheel-check clean bench-speed bench-table2 bench-table6 bench-fig3 bench-gates bench-mnist
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[test]"
+	$(BIN)/pip install --quiet --no-compile -e ".[test]"
 	touch $(STAMP)
 
 train: $(STAMP)
@@ -60,8 +67,8 @@ test-without-tensorflow: $(STAMP)
 	$(NO_TF)/venv/bin/pip install --quiet --upgrade pip
 	$(BIN)/python tests/route_without_tensorflow.py --requirements \
 	    > $(NO_TF)/requirements.txt
-	$(NO_TF)/venv/bin/pip install --quiet -r $(NO_TF)/requirements.txt
-	$(NO_TF)/venv/bin/pip install --quiet --no-deps .
+	$(NO_TF)/venv/bin/pip install --quiet --no-compile -r $(NO_TF)/requirements.txt
+	$(NO_TF)/venv/bin/pip install --quiet --no-compile --no-deps .
 	mkdir -p $(NO_TF)/cache
 	env -u PYTHONPATH KERAS_BACKEND=jax KERAS_NALU_CACHE_DIR=$(CURDIR)/$(NO_TF)/cache \
 	    $(NO_TF)/venv/bin/python -m pytest -q -n 2 -p no:cacheprovider \
