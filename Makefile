@@ -46,7 +46,7 @@ test: $(STAMP)
 	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -n 2 --durations=15 -q
 	KERAS_BACKEND=jax $(BIN)/python -m pytest -n 2 -q $(CORE_TESTS) \
 		tests/sweeps/test_jax_engine.py tests/sweeps/test_seeding.py \
-		tests/sweeps/test_filling.py
+		tests/sweeps/test_filling.py tests/sweeps/test_cluster.py
 	# In a process of its own: after other JAX tests in the same worker, an
 	# evaluation's MSE has differed from the reference's by 5e-9 relative
 	# (its bound is 1e-9), the steps themselves still equal.
@@ -100,7 +100,8 @@ wheel-check: $(STAMP)
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -m slow -q
-	KERAS_BACKEND=jax $(BIN)/python -m pytest -n 2 -m slow -q tests/sweeps/test_filling.py
+	KERAS_BACKEND=jax $(BIN)/python -m pytest -n 2 -m slow -q tests/sweeps/test_filling.py \
+		tests/sweeps/test_cluster.py
 
 # Benchmarks (long; not tests). Each writes benchmarks/results/ and prints a table.
 bench-speed: $(STAMP)
