@@ -1,10 +1,15 @@
 """Sweeps on Ray clusters as they are run: `ray start`, lost clusters, backups.
 
-The tests marked `cluster` start a real Ray cluster on this machine (`ray
-start --head` in a temporary folder, token authentication on, as Ray >= 2.52
-turns it on wherever a token exists) and stop it by ending its own processes,
-never with `ray stop` (which would stop every cluster of the machine). The
-drivers run as `keras-nalu sweep` processes, as a user runs them.
+The tests marked `with_a_cluster` start a real Ray cluster on this machine
+(`ray start --head` in a temporary folder, token authentication on, as Ray
+>= 2.52 turns it on wherever a token exists) and stop it by ending its own
+processes, never with `ray stop` (which would stop every cluster of the
+machine). The drivers run as `keras-nalu sweep` processes, as a user runs
+them. Each of those processes, and each Ray worker, imports the Keras
+backend and trains on its engine: they run on the JAX engine only (its
+import takes half of TensorFlow's), in make test's JAX pass; the tests
+marked `without_a_cluster` run in its TensorFlow pass (Ray's workers on the
+TensorFlow engine: `tests/sweeps/test_ray.py`).
 """
 
 import contextlib
@@ -54,6 +59,16 @@ TINY = {
     "eval_every": [100],
 }
 ROOT = Path(keras_nalu.__file__).resolve().parent.parent
+BACKEND = keras.backend.backend()
+
+with_a_cluster = pytest.mark.skipif(
+    BACKEND != "jax",
+    reason="starts a Ray cluster or a driver: runs in make test's JAX pass",
+)
+without_a_cluster = pytest.mark.skipif(
+    BACKEND == "jax",
+    reason="needs no cluster: runs in make test's TensorFlow pass",
+)
 
 
 def _sorted(table: pd.DataFrame) -> pd.DataFrame:
@@ -99,6 +114,7 @@ def _grid_flags(grid: dict) -> list[str]:
 # --- without a cluster ----------------------------------------------------------
 
 
+@without_a_cluster
 def test_ray_options_ask_for_the_gpus_given():
     assert ray_options("jax")["num_gpus"] == 0
     assert ray_options("jax", 1)["num_gpus"] == 1
@@ -116,6 +132,7 @@ def test_ray_options_ask_for_the_gpus_given():
     )
 
 
+@without_a_cluster
 @pytest.mark.parametrize(
     "arguments, match",
     [
@@ -138,6 +155,7 @@ def test_ray_arguments_are_refused_in_one_line(tmp_path, arguments, match):
     assert not (tmp_path / "r.csv").exists()
 
 
+@without_a_cluster
 def test_a_backup_url_without_its_file_system_is_refused(tmp_path):
     pytest.importorskip("fsspec")
     with pytest.raises(ValueError, match="cannot open backup_dir 'nosuchfs://"):
@@ -196,6 +214,7 @@ def _fake_ray(monkeypatch, failing=(), nodes=None) -> list[dict]:
     return submitted
 
 
+@without_a_cluster
 def test_fractional_gpus_are_in_the_options_of_every_submitted_chunk(
     tmp_path, monkeypatch, caplog
 ):
@@ -220,6 +239,7 @@ def test_fractional_gpus_are_in_the_options_of_every_submitted_chunk(
     assert not list(tmp_path.glob("*.lock"))
 
 
+@without_a_cluster
 @pytest.mark.parametrize("backups", ["folder", "none"])
 def test_no_word_about_backups_where_they_are_asked_for_or_refused(
     tmp_path, monkeypatch, caplog, backups
@@ -239,6 +259,7 @@ def test_no_word_about_backups_where_they_are_asked_for_or_refused(
         assert not list((tmp_path / "shared").iterdir())
 
 
+@without_a_cluster
 @pytest.mark.parametrize(
     "failing, backups, left",
     [
@@ -302,6 +323,7 @@ def test_a_failed_sweep_counts_the_chunks_left_and_their_backups(
     assert results.exists() == (failing != (0,))
 
 
+@without_a_cluster
 @pytest.mark.parametrize(
     "gpus, nodes, has",
     [
@@ -345,6 +367,7 @@ def test_gpus_that_no_node_has_are_refused_before_any_chunk(
         )
 
 
+@without_a_cluster
 @pytest.mark.parametrize("autoscaler", [False, True])
 def test_gpus_a_node_has_are_accepted(tmp_path, monkeypatch, autoscaler):
     from ray._private.state import state
@@ -370,6 +393,7 @@ def test_gpus_a_node_has_are_accepted(tmp_path, monkeypatch, autoscaler):
     assert [options["num_gpus"] for options in submitted] == [0.5]
 
 
+@without_a_cluster
 @pytest.mark.parametrize("address, tries", [("ray://head:10001", 2), ("head:6379", 1)])
 def test_a_ray_client_server_slow_to_start_is_tried_again(monkeypatch, address, tries):
     calls = []
@@ -390,6 +414,7 @@ def test_a_ray_client_server_slow_to_start_is_tried_again(monkeypatch, address, 
     assert calls == [address] * tries
 
 
+@without_a_cluster
 def test_a_chunk_continues_from_its_backup_at_a_url(tmp_path):
     fsspec = pytest.importorskip("fsspec")
     config = ExperimentConfig(
@@ -441,6 +466,7 @@ def test_tensorflow_retracing_warnings_are_silenced_while_a_chunk_trains(
     assert tf.get_logger().level == before
 
 
+@without_a_cluster
 @pytest.mark.parametrize("second_stops_now", [True, False])
 def test_ray_cancelling_a_chunk_twice_still_lets_it_back_up(
     second_stops_now, monkeypatch
@@ -463,6 +489,7 @@ def test_ray_cancelling_a_chunk_twice_still_lets_it_back_up(
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+@without_a_cluster
 def test_a_node_with_other_versions_refuses_its_chunk_in_one_line():
     versions = {**cluster._versions(), "keras": "0.0.1"}
     chunk = Chunk(ExperimentConfig(model="nau", iterations=100, eval_every=100), (0,))
@@ -497,6 +524,7 @@ class LocalCluster:
         self.client_port = _free_port()
         self.dashboard_port = _free_port()
         self.address = f"127.0.0.1:{self.port}"
+        self.stopped = False
         env = {
             **os.environ,
             "PYTHONPATH": os.pathsep.join(
@@ -505,6 +533,8 @@ class LocalCluster:
             "RAY_AUTH_MODE": "token",
             "RAY_AUTH_TOKEN": secrets.token_hex(16),
             "TF_CPP_MIN_LOG_LEVEL": "2",
+            # this process's engine, for the drivers and the workers alike
+            "KERAS_BACKEND": BACKEND,
         }
         self.env = held_training(env, self.hold)
         self.env.pop("RAY_ADDRESS", None)
@@ -549,6 +579,7 @@ class LocalCluster:
 
     def stop(self, grace: float = 16.0) -> None:
         """What `ray stop` does, to this cluster only: SIGTERM, then SIGKILL."""
+        self.stopped = True
         processes = self.processes()
         for process in processes:
             with contextlib.suppress(psutil.Error):
@@ -609,23 +640,36 @@ def _last_line(err: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def running_cluster():
-    started = LocalCluster(cpus=2, gpus=1)  # a GPU declared, for shares of it
+def module_cluster():
+    """The module's cluster, once started: a list of at most one."""
+    started = []
     try:
         yield started
     finally:
-        started.remove()
+        for local in started:
+            local.remove()
 
 
 @pytest.fixture
-def lost_cluster():
-    started = LocalCluster(cpus=2)
-    try:
-        yield started
-    finally:
-        started.remove()
+def running_cluster(module_cluster):
+    """The module's cluster, started by the first test that asks for it and
+    shared by the next ones; started again after a test that stopped it."""
+    if module_cluster and module_cluster[0].stopped:
+        module_cluster.pop().remove()
+    if not module_cluster:
+        # a GPU declared, for shares of it
+        module_cluster.append(LocalCluster(cpus=2, gpus=1))
+    return module_cluster[0]
 
 
+@pytest.fixture
+def lost_cluster(running_cluster):
+    """The module's cluster, for a test that stops it: that test comes last,
+    so that no other one starts a cluster again."""
+    return running_cluster
+
+
+@with_a_cluster
 def test_a_wrong_address_fails_in_one_line_within_60_s(tmp_path):
     address = f"127.0.0.1:{_free_port()}"  # nothing listens there
     # The time from the sweep's start to its failure, measured here; the
@@ -636,7 +680,8 @@ def test_a_wrong_address_fails_in_one_line_within_60_s(tmp_path):
             TINY, "0", tmp_path / "first.csv", ray_address=address, progress=False
         )
     assert time.monotonic() - started < 60
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KERAS_BACKEND": BACKEND}
+    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
     code, _, err = _sweep(
         env,
         *_grid_flags(TINY),
@@ -655,6 +700,7 @@ def test_a_wrong_address_fails_in_one_line_within_60_s(tmp_path):
     assert not (tmp_path / "r.csv.lock").exists()
 
 
+@with_a_cluster
 @pytest.mark.parametrize("client", [False, True], ids=["gcs-port", "ray-client"])
 def test_a_cluster_of_token_authentication_is_explained(
     running_cluster, tmp_path, client
@@ -702,6 +748,7 @@ def web_server():
         server.shutdown()
 
 
+@with_a_cluster
 @pytest.mark.parametrize(
     "address, answer",
     [
@@ -740,6 +787,7 @@ def test_a_port_of_another_server_fails_in_one_line_at_once(
     assert not (tmp_path / "r.csv").exists()
 
 
+@with_a_cluster
 def test_gpus_the_cluster_lacks_end_the_sweep_before_any_chunk(
     running_cluster, tmp_path
 ):
@@ -789,77 +837,17 @@ def uninterrupted(tmp_path_factory) -> pd.DataFrame:
     """The rows of `SHORT_AND_LONG` trained here, without a stop."""
     path = tmp_path_factory.mktemp("uninterrupted") / "local.csv"
     run_sweep(SHORT_AND_LONG, "0-1", path, chunk_size=2, progress=False)
-    return _sorted(read_results(path))
+    rows = _sorted(read_results(path))
+    assert set(rows["engine"]) == {"jax"}  # as the cluster's rows
+    return rows
 
 
-def test_a_lost_cluster_ends_in_one_line_and_a_rerun_completes(
-    lost_cluster, uninterrupted, tmp_path
+@with_a_cluster
+def test_a_killed_chunk_continues_from_its_shared_backup(
+    running_cluster, uninterrupted, tmp_path
 ):
-    results = tmp_path / "ray.csv"
-    folder = tmp_path / "backups"
-    backups = f"file://{folder}"  # an fsspec URL
-    flags = [*SHORT_AND_LONG_FLAGS, f"--results={results}"]
-    flags += [f"--backup-dir={backups}", "--backup-every=0"]
-    lost_cluster.hold.touch()  # the long chunks hold after their first backup
-    sweep = _sweep(
-        lost_cluster.env, *flags, f"--ray-address={lost_cluster.address}", wait=False
-    )
-    # Stopped when the first chunk's rows are in and both others have a backup.
-    deadline = time.monotonic() + 300  # bounds a failure, not a race
-    while sweep.poll() is None and time.monotonic() < deadline:
-        if results.exists() and len(list(folder.glob("*.npz"))) == 2:
-            break
-        time.sleep(0.05)
-    assert sweep.poll() is None, sweep.communicate()
-    lost_cluster.stop(grace=3)  # as `ray stop --grace-period 3` does
-    lost_cluster.hold.unlink()
-    stopped = time.monotonic()
-    out, err = sweep.communicate(timeout=120)
-    assert time.monotonic() - stopped < 60
-    assert sweep.returncode == 1
-    # Ray's log lines (C++ ones too) are not shown; what Ray reports of its
-    # cluster (e.g. "(raylet) The autoscaler failed ...") goes to stderr
-    assert not _ray_log_lines(err), err
-    assert not out
-    line = _last_line(err)
-    # Ray may notice first (its reason), or the driver (nothing answers).
-    reason = re.search(r" \((.*)\); \d+ rows", line)
-    assert reason, line
-    if reason.group(1).startswith("LocalRayletDiedError"):
-        line = line.replace(reason.group(1), "nothing has answered there for 10 s")
-    assert len(read_results(results)) == 2  # the first chunk's rows
-    _assert_on_page(
-        line,
-        {
-            lost_cluster.address: "127.0.0.1:6379",
-            str(results): "results/nmu.csv",
-            backups: "/shared/backups/nmu",
-        },
-    )
-    assert re.search(r", 2 chunks are left \(each continues from its last", line)
-    # The rerun continues both chunks left from their backups. It starts a Ray
-    # runtime of its own: `local` does not join the cluster that RAY_ADDRESS
-    # names (here the lost one).
-    code, _, err = _sweep(
-        {**lost_cluster.env, "RAY_ADDRESS": lost_cluster.address},
-        *flags,
-        "--ray-address=local",
-    )
-    assert code == 0, err
-    assert len(re.findall(r"continued from its backup at step", err)) == 2, err
-    pd.testing.assert_frame_equal(_sorted(read_results(results)), uninterrupted)
-    assert not list(tmp_path.glob("*.lock"))
-    assert not list(folder.iterdir())
-
-
-def test_a_killed_chunk_continues_from_its_shared_backup(running_cluster, tmp_path):
-    grid = {
-        "model": ["nmu"],
-        "operation": ["mul"],
-        "input_size": [10],
-        "iterations": [LONG],
-        "eval_every": [500],
-    }
+    # the long chunk of `SHORT_AND_LONG` alone, on half of the cluster's GPU
+    grid = {**SHORT_AND_LONG, "model:iterations": [("nmu", LONG)]}
     results = tmp_path / "ray.csv"
     backups = tmp_path / "shared"
     flags = [*_grid_flags(grid), "--seeds=0-1", f"--results={results}"]
@@ -872,19 +860,22 @@ def test_a_killed_chunk_continues_from_its_shared_backup(running_cluster, tmp_pa
         deadline = time.monotonic() + 300  # bounds a failure, not a race
         while killed_at is None and sweep.poll() is None:
             assert time.monotonic() < deadline, "no backup written"
-            for file in backups.glob("*.npz"):
-                with contextlib.suppress(ValueError, OSError):
-                    step = read_backup(file)[0]["step"]
-                    workers = running_cluster.workers("_chunk_task")
-                    assert len(workers) == 1
-                    workers[0].send_signal(signal.SIGKILL)
-                    killed_at = step
             time.sleep(0.05)
+            for file in backups.glob("*.npz"):
+                with contextlib.suppress(ValueError, OSError):  # still written
+                    killed_at = read_backup(file)[0]["step"]
+        assert killed_at is not None, sweep.communicate()
+        workers = running_cluster.workers("_chunk_task")
+        assert len(workers) == 1
+        # the worker's environment, as Ray set it for a chunk on half a GPU
+        environ = workers[0].environ()
+        workers[0].send_signal(signal.SIGKILL)
     finally:
         running_cluster.hold.unlink()
     out, err = sweep.communicate(timeout=300)
-    assert killed_at is not None, err
     assert sweep.returncode == 0, err
+    assert environ["KERAS_BACKEND"] == "jax"
+    assert environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] == "0.45"
     resumed = re.search(r"continued from its backup at step (\d+)", err)
     assert resumed and int(resumed.group(1)) >= killed_at, err
     # stdout holds the summary table alone; Ray's lines about the dead
@@ -893,10 +884,11 @@ def test_a_killed_chunk_continues_from_its_shared_backup(running_cluster, tmp_pa
     assert "(raylet)" in err
     joined = err.splitlines()[0]
     _assert_on_page(joined, {running_cluster.address: "127.0.0.1:6379"})
-    local = run_sweep(grid, "0-1", tmp_path / "local.csv", progress=False)
-    pd.testing.assert_frame_equal(
-        _sorted(read_results(results)), _sorted(read_results(local.path))
-    )
+    rows = _sorted(read_results(results))
+    assert set(rows["engine"]) == {"jax"}
+    # the rows of the same chunk trained here, without a stop
+    local = uninterrupted[uninterrupted["model"] == "nmu"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(rows, local)
     assert not list(backups.iterdir())
 
 
@@ -943,6 +935,7 @@ def _run(command, env):
     return done.returncode, done.stdout, done.stderr
 
 
+@with_a_cluster
 def test_an_interrupted_driver_backs_its_chunks_up_and_stops(
     running_cluster, uninterrupted, tmp_path
 ):
@@ -1008,4 +1001,71 @@ def test_an_interrupted_driver_backs_its_chunks_up_and_stops(
         {name: "c39988aad6cf1-0-83b97b85.npz", f"step {step}": "step 1500"},
     )
     pd.testing.assert_frame_equal(_sorted(read_results(results)), uninterrupted)
+    assert not list(folder.iterdir())
+
+
+@with_a_cluster
+def test_a_lost_cluster_ends_in_one_line_and_a_rerun_completes(
+    lost_cluster, uninterrupted, tmp_path
+):
+    results = tmp_path / "ray.csv"
+    folder = tmp_path / "backups"
+    backups = f"file://{folder}"  # an fsspec URL
+    flags = [*SHORT_AND_LONG_FLAGS, f"--results={results}"]
+    flags += [f"--backup-dir={backups}", "--backup-every=0"]
+    lost_cluster.hold.touch()  # the long chunks hold after their first backup
+    try:
+        sweep = _sweep(
+            lost_cluster.env,
+            *flags,
+            f"--ray-address={lost_cluster.address}",
+            wait=False,
+        )
+        # Stopped when the first chunk's rows are in and both others have a
+        # backup.
+        deadline = time.monotonic() + 300  # bounds a failure, not a race
+        while sweep.poll() is None and time.monotonic() < deadline:
+            if results.exists() and len(list(folder.glob("*.npz"))) == 2:
+                break
+            time.sleep(0.05)
+        assert sweep.poll() is None, sweep.communicate()
+        lost_cluster.stop(grace=3)  # as `ray stop --grace-period 3` does
+    finally:
+        lost_cluster.hold.unlink()
+    stopped = time.monotonic()
+    out, err = sweep.communicate(timeout=120)
+    assert time.monotonic() - stopped < 60
+    assert sweep.returncode == 1
+    # Ray's log lines (C++ ones too) are not shown; what Ray reports of its
+    # cluster (e.g. "(raylet) The autoscaler failed ...") goes to stderr
+    assert not _ray_log_lines(err), err
+    assert not out
+    line = _last_line(err)
+    # Ray may notice first (its reason), or the driver (nothing answers).
+    reason = re.search(r" \((.*)\); \d+ rows", line)
+    assert reason, line
+    if reason.group(1).startswith("LocalRayletDiedError"):
+        line = line.replace(reason.group(1), "nothing has answered there for 10 s")
+    assert len(read_results(results)) == 2  # the first chunk's rows
+    _assert_on_page(
+        line,
+        {
+            lost_cluster.address: "127.0.0.1:6379",
+            str(results): "results/nmu.csv",
+            backups: "/shared/backups/nmu",
+        },
+    )
+    assert re.search(r", 2 chunks are left \(each continues from its last", line)
+    # The rerun continues both chunks left from their backups. It starts a Ray
+    # runtime of its own: `local` does not join the cluster that RAY_ADDRESS
+    # names (here the lost one).
+    code, _, err = _sweep(
+        {**lost_cluster.env, "RAY_ADDRESS": lost_cluster.address},
+        *flags,
+        "--ray-address=local",
+    )
+    assert code == 0, err
+    assert len(re.findall(r"continued from its backup at step", err)) == 2, err
+    pd.testing.assert_frame_equal(_sorted(read_results(results)), uninterrupted)
+    assert not list(tmp_path.glob("*.lock"))
     assert not list(folder.iterdir())
