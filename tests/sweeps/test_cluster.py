@@ -2,14 +2,15 @@
 
 The tests marked `with_a_cluster` start a real Ray cluster on this machine
 (`ray start --head` in a temporary folder, token authentication on, as Ray
->= 2.52 turns it on wherever a token exists) and stop it by ending its own
-processes, never with `ray stop` (which would stop every cluster of the
-machine). The drivers run as `keras-nalu sweep` processes, as a user runs
-them. Each of those processes, and each Ray worker, imports the Keras
-backend and trains on its engine: they run on the JAX engine only (its
-import takes half of TensorFlow's), in make test's JAX pass; the tests
-marked `without_a_cluster` run in its TensorFlow pass (Ray's workers on the
-TensorFlow engine: `tests/sweeps/test_ray.py`).
+>= 2.52 turns it on wherever a token exists), which they share and stop by
+ending its own processes, never with `ray stop` (which would stop every
+cluster of the machine), or a driver: `keras-nalu sweep` processes, as a
+user runs them. Each driver and Ray worker imports the Keras backend and
+trains on its engine; these tests run on JAX (whose import takes half of
+TensorFlow's), in make test's JAX pass. The tests marked
+`without_a_cluster` run in its TensorFlow pass, where
+`tests/sweeps/test_ray.py` trains Ray's workers on the TensorFlow engine.
+The slow test of `ray job submit` runs on either.
 """
 
 import contextlib
