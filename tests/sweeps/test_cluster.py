@@ -1,13 +1,20 @@
 """Sweeps on Ray clusters as they are run: `ray start`, lost clusters, backups.
 
-The tests marked `cluster` start a real Ray cluster on this machine (`ray
-start --head` in a temporary folder, token authentication on, as Ray >= 2.52
-turns it on wherever a token exists) and stop it by ending its own processes,
-never with `ray stop` (which would stop every cluster of the machine). The
-drivers run as `keras-nalu sweep` processes, as a user runs them.
+The tests marked `with_a_cluster` start a real Ray cluster on this machine
+(`ray start --head` in a temporary folder, token authentication on, as Ray
+>= 2.52 turns it on wherever a token exists), which they share and stop by
+ending its own processes, never with `ray stop` (which would stop every
+cluster of the machine), or a driver: `keras-nalu sweep` processes, as a
+user runs them. Each driver and Ray worker imports the Keras backend and
+trains on its engine; these tests run on JAX (whose import takes half of
+TensorFlow's), in make test's JAX pass. The tests marked
+`without_a_cluster` run in its TensorFlow pass, where
+`tests/sweeps/test_ray.py` trains Ray's workers on the TensorFlow engine.
+The slow test of `ray job submit` runs on either.
 """
 
 import contextlib
+import copy
 import logging
 import os
 import re
@@ -30,7 +37,7 @@ psutil = pytest.importorskip("psutil")
 
 import keras_nalu  # noqa: E402
 from keras_nalu.experiments import ExperimentConfig  # noqa: E402
-from keras_nalu.sweeps import cluster, ray_connection  # noqa: E402
+from keras_nalu.sweeps import cluster, ray_connection, training  # noqa: E402
 from keras_nalu.sweeps.chunks import Chunk, ChunkLimits, backup_name  # noqa: E402
 from keras_nalu.sweeps.cluster import ray_options  # noqa: E402
 from keras_nalu.sweeps.engines import (  # noqa: E402
@@ -53,7 +60,19 @@ TINY = {
     "iterations": [100],
     "eval_every": [100],
 }
+#: Three chunks of one seed each, which the tests of `_fake_ray` share.
+THREE_CHUNKS = {**TINY, "model": ["nau", "nmu", "nac"]}
 ROOT = Path(keras_nalu.__file__).resolve().parent.parent
+BACKEND = keras.backend.backend()
+
+with_a_cluster = pytest.mark.skipif(
+    BACKEND != "jax",
+    reason="starts a Ray cluster or a driver: runs in make test's JAX pass",
+)
+without_a_cluster = pytest.mark.skipif(
+    BACKEND == "jax",
+    reason="needs no cluster: runs in make test's TensorFlow pass",
+)
 
 
 def _sorted(table: pd.DataFrame) -> pd.DataFrame:
@@ -99,6 +118,7 @@ def _grid_flags(grid: dict) -> list[str]:
 # --- without a cluster ----------------------------------------------------------
 
 
+@without_a_cluster
 def test_ray_options_ask_for_the_gpus_given():
     assert ray_options("jax")["num_gpus"] == 0
     assert ray_options("jax", 1)["num_gpus"] == 1
@@ -116,6 +136,7 @@ def test_ray_options_ask_for_the_gpus_given():
     )
 
 
+@without_a_cluster
 @pytest.mark.parametrize(
     "arguments, match",
     [
@@ -138,6 +159,7 @@ def test_ray_arguments_are_refused_in_one_line(tmp_path, arguments, match):
     assert not (tmp_path / "r.csv").exists()
 
 
+@without_a_cluster
 def test_a_backup_url_without_its_file_system_is_refused(tmp_path):
     pytest.importorskip("fsspec")
     with pytest.raises(ValueError, match="cannot open backup_dir 'nosuchfs://"):
@@ -151,14 +173,25 @@ def test_a_backup_url_without_its_file_system_is_refused(tmp_path):
         )
 
 
+#: The rows of each chunk a test of `_fake_ray` trained, by chunk.
+_TRAINED: dict[Chunk, list[dict]] = {}
+
+
 def _fake_ray(monkeypatch, failing=(), nodes=None) -> list[dict]:
     """Ray as already joined, whose tasks run here when submitted.
 
     The chunks submitted at the indices `failing` fail as after Ray's
-    retries, without training; `nodes` is what `ray.nodes()` tells.
+    retries, without training; `nodes` is what `ray.nodes()` tells. The
+    tests check what the driver does with the tasks, not the training: a
+    chunk trains once in this module, then gives the same rows again.
     """
     submitted = []
     results = {}
+
+    def train_once(chunk, progress=False, limits=None, unroll=1):
+        if chunk not in _TRAINED:
+            _TRAINED[chunk] = train_chunk(chunk, progress, limits, unroll)
+        return copy.deepcopy(_TRAINED[chunk])
 
     def remote(**options):
         def wrap(function):
@@ -193,25 +226,27 @@ def _fake_ray(monkeypatch, failing=(), nodes=None) -> list[dict]:
     monkeypatch.setattr(ray, "cancel", lambda reference, **_: None)
     monkeypatch.setattr(ray, "nodes", no_nodes if nodes is None else lambda: nodes)
     monkeypatch.setattr(ray, "get_runtime_context", lambda: None)
+    monkeypatch.setattr(training, "train_chunk", train_once)
     return submitted
 
 
+@without_a_cluster
 def test_fractional_gpus_are_in_the_options_of_every_submitted_chunk(
     tmp_path, monkeypatch, caplog
 ):
     submitted = _fake_ray(monkeypatch)
     with caplog.at_level(logging.WARNING, logger="keras_nalu.sweeps"):
         outcome = run_sweep(
-            {**TINY, "model": ["nau", "nmu"]},
-            "0-1",
+            THREE_CHUNKS,
+            "0",
             tmp_path / "r.csv",
             chunk_size=1,
             ray_address="auto",
             gpus_per_chunk=0.25,
             progress=False,
         )
-    assert outcome.new_rows == 4
-    assert [options["num_gpus"] for options in submitted] == [0.25] * 4
+    assert outcome.new_rows == 3
+    assert [options["num_gpus"] for options in submitted] == [0.25] * 3
     env = submitted[0]["runtime_env"]["env_vars"]
     assert env["KERAS_BACKEND"] == keras.backend.backend()
     # said once per sweep, not once per chunk
@@ -220,6 +255,7 @@ def test_fractional_gpus_are_in_the_options_of_every_submitted_chunk(
     assert not list(tmp_path.glob("*.lock"))
 
 
+@without_a_cluster
 @pytest.mark.parametrize("backups", ["folder", "none"])
 def test_no_word_about_backups_where_they_are_asked_for_or_refused(
     tmp_path, monkeypatch, caplog, backups
@@ -234,11 +270,12 @@ def test_no_word_about_backups_where_they_are_asked_for_or_refused(
         )
     assert outcome.new_rows == 1
     assert not caplog.records
-    if backups == "folder":  # created, written to, and emptied
+    if backups == "folder":  # created, and empty once the sweep is done
         assert (tmp_path / "shared").is_dir()
         assert not list((tmp_path / "shared").iterdir())
 
 
+@without_a_cluster
 @pytest.mark.parametrize(
     "failing, backups, left",
     [
@@ -284,7 +321,7 @@ def test_a_failed_sweep_counts_the_chunks_left_and_their_backups(
     options = {"backup_every": None}
     if backups != "none":
         options = {"backup_dir": folder, "backup_every": 600}
-    grid = {**TINY, "model": ["nau", "nmu", "nac"]}
+    grid = THREE_CHUNKS
     chunks = plan_sweep(grid, "0", results)
     if backups in ("one", "all"):  # the backups the failed chunks left behind
         folder.mkdir()
@@ -302,6 +339,7 @@ def test_a_failed_sweep_counts_the_chunks_left_and_their_backups(
     assert results.exists() == (failing != (0,))
 
 
+@without_a_cluster
 @pytest.mark.parametrize(
     "gpus, nodes, has",
     [
@@ -345,6 +383,7 @@ def test_gpus_that_no_node_has_are_refused_before_any_chunk(
         )
 
 
+@without_a_cluster
 @pytest.mark.parametrize("autoscaler", [False, True])
 def test_gpus_a_node_has_are_accepted(tmp_path, monkeypatch, autoscaler):
     from ray._private.state import state
@@ -370,6 +409,7 @@ def test_gpus_a_node_has_are_accepted(tmp_path, monkeypatch, autoscaler):
     assert [options["num_gpus"] for options in submitted] == [0.5]
 
 
+@without_a_cluster
 @pytest.mark.parametrize("address, tries", [("ray://head:10001", 2), ("head:6379", 1)])
 def test_a_ray_client_server_slow_to_start_is_tried_again(monkeypatch, address, tries):
     calls = []
@@ -390,6 +430,7 @@ def test_a_ray_client_server_slow_to_start_is_tried_again(monkeypatch, address, 
     assert calls == [address] * tries
 
 
+@without_a_cluster
 def test_a_chunk_continues_from_its_backup_at_a_url(tmp_path):
     fsspec = pytest.importorskip("fsspec")
     config = ExperimentConfig(
@@ -427,8 +468,6 @@ def test_tensorflow_retracing_warnings_are_silenced_while_a_chunk_trains(
     # `train_chunk` is what a Ray worker runs: the silencing must be in it.
     import tensorflow as tf
 
-    from keras_nalu.sweeps import training
-
     levels = []
 
     def train_runs(runs, progress, limits, on_records):
@@ -441,6 +480,7 @@ def test_tensorflow_retracing_warnings_are_silenced_while_a_chunk_trains(
     assert tf.get_logger().level == before
 
 
+@without_a_cluster
 @pytest.mark.parametrize("second_stops_now", [True, False])
 def test_ray_cancelling_a_chunk_twice_still_lets_it_back_up(
     second_stops_now, monkeypatch
@@ -463,6 +503,7 @@ def test_ray_cancelling_a_chunk_twice_still_lets_it_back_up(
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+@without_a_cluster
 def test_a_node_with_other_versions_refuses_its_chunk_in_one_line():
     versions = {**cluster._versions(), "keras": "0.0.1"}
     chunk = Chunk(ExperimentConfig(model="nau", iterations=100, eval_every=100), (0,))
@@ -497,6 +538,7 @@ class LocalCluster:
         self.client_port = _free_port()
         self.dashboard_port = _free_port()
         self.address = f"127.0.0.1:{self.port}"
+        self.stopped = False
         env = {
             **os.environ,
             "PYTHONPATH": os.pathsep.join(
@@ -505,6 +547,8 @@ class LocalCluster:
             "RAY_AUTH_MODE": "token",
             "RAY_AUTH_TOKEN": secrets.token_hex(16),
             "TF_CPP_MIN_LOG_LEVEL": "2",
+            # this process's engine, for the drivers and the workers alike
+            "KERAS_BACKEND": BACKEND,
         }
         self.env = held_training(env, self.hold)
         self.env.pop("RAY_ADDRESS", None)
@@ -549,6 +593,7 @@ class LocalCluster:
 
     def stop(self, grace: float = 16.0) -> None:
         """What `ray stop` does, to this cluster only: SIGTERM, then SIGKILL."""
+        self.stopped = True
         processes = self.processes()
         for process in processes:
             with contextlib.suppress(psutil.Error):
@@ -609,23 +654,36 @@ def _last_line(err: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def running_cluster():
-    started = LocalCluster(cpus=2, gpus=1)  # a GPU declared, for shares of it
+def module_cluster():
+    """The module's cluster, once started: a list of at most one."""
+    started = []
     try:
         yield started
     finally:
-        started.remove()
+        for local in started:
+            local.remove()
 
 
 @pytest.fixture
-def lost_cluster():
-    started = LocalCluster(cpus=2)
-    try:
-        yield started
-    finally:
-        started.remove()
+def running_cluster(module_cluster):
+    """The module's cluster, started by the first test that asks for it and
+    shared by the next ones; started again after a test that stopped it."""
+    if module_cluster and module_cluster[0].stopped:
+        module_cluster.pop().remove()
+    if not module_cluster:
+        # a GPU declared, for shares of it
+        module_cluster.append(LocalCluster(cpus=2, gpus=1))
+    return module_cluster[0]
 
 
+@pytest.fixture
+def lost_cluster(running_cluster):
+    """The module's cluster, for a test that stops it: that test comes last,
+    so that no other one starts a cluster again."""
+    return running_cluster
+
+
+@with_a_cluster
 def test_a_wrong_address_fails_in_one_line_within_60_s(tmp_path):
     address = f"127.0.0.1:{_free_port()}"  # nothing listens there
     # The time from the sweep's start to its failure, measured here; the
@@ -636,7 +694,8 @@ def test_a_wrong_address_fails_in_one_line_within_60_s(tmp_path):
             TINY, "0", tmp_path / "first.csv", ray_address=address, progress=False
         )
     assert time.monotonic() - started < 60
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KERAS_BACKEND": BACKEND}
+    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
     code, _, err = _sweep(
         env,
         *_grid_flags(TINY),
@@ -655,6 +714,7 @@ def test_a_wrong_address_fails_in_one_line_within_60_s(tmp_path):
     assert not (tmp_path / "r.csv.lock").exists()
 
 
+@with_a_cluster
 @pytest.mark.parametrize("client", [False, True], ids=["gcs-port", "ray-client"])
 def test_a_cluster_of_token_authentication_is_explained(
     running_cluster, tmp_path, client
@@ -702,6 +762,7 @@ def web_server():
         server.shutdown()
 
 
+@with_a_cluster
 @pytest.mark.parametrize(
     "address, answer",
     [
@@ -740,6 +801,7 @@ def test_a_port_of_another_server_fails_in_one_line_at_once(
     assert not (tmp_path / "r.csv").exists()
 
 
+@with_a_cluster
 def test_gpus_the_cluster_lacks_end_the_sweep_before_any_chunk(
     running_cluster, tmp_path
 ):
@@ -789,77 +851,17 @@ def uninterrupted(tmp_path_factory) -> pd.DataFrame:
     """The rows of `SHORT_AND_LONG` trained here, without a stop."""
     path = tmp_path_factory.mktemp("uninterrupted") / "local.csv"
     run_sweep(SHORT_AND_LONG, "0-1", path, chunk_size=2, progress=False)
-    return _sorted(read_results(path))
+    rows = _sorted(read_results(path))
+    assert set(rows["engine"]) == {"jax"}  # as the cluster's rows
+    return rows
 
 
-def test_a_lost_cluster_ends_in_one_line_and_a_rerun_completes(
-    lost_cluster, uninterrupted, tmp_path
+@with_a_cluster
+def test_a_killed_chunk_continues_from_its_shared_backup(
+    running_cluster, uninterrupted, tmp_path
 ):
-    results = tmp_path / "ray.csv"
-    folder = tmp_path / "backups"
-    backups = f"file://{folder}"  # an fsspec URL
-    flags = [*SHORT_AND_LONG_FLAGS, f"--results={results}"]
-    flags += [f"--backup-dir={backups}", "--backup-every=0"]
-    lost_cluster.hold.touch()  # the long chunks hold after their first backup
-    sweep = _sweep(
-        lost_cluster.env, *flags, f"--ray-address={lost_cluster.address}", wait=False
-    )
-    # Stopped when the first chunk's rows are in and both others have a backup.
-    deadline = time.monotonic() + 300  # bounds a failure, not a race
-    while sweep.poll() is None and time.monotonic() < deadline:
-        if results.exists() and len(list(folder.glob("*.npz"))) == 2:
-            break
-        time.sleep(0.05)
-    assert sweep.poll() is None, sweep.communicate()
-    lost_cluster.stop(grace=3)  # as `ray stop --grace-period 3` does
-    lost_cluster.hold.unlink()
-    stopped = time.monotonic()
-    out, err = sweep.communicate(timeout=120)
-    assert time.monotonic() - stopped < 60
-    assert sweep.returncode == 1
-    # Ray's log lines (C++ ones too) are not shown; what Ray reports of its
-    # cluster (e.g. "(raylet) The autoscaler failed ...") goes to stderr
-    assert not _ray_log_lines(err), err
-    assert not out
-    line = _last_line(err)
-    # Ray may notice first (its reason), or the driver (nothing answers).
-    reason = re.search(r" \((.*)\); \d+ rows", line)
-    assert reason, line
-    if reason.group(1).startswith("LocalRayletDiedError"):
-        line = line.replace(reason.group(1), "nothing has answered there for 10 s")
-    assert len(read_results(results)) == 2  # the first chunk's rows
-    _assert_on_page(
-        line,
-        {
-            lost_cluster.address: "127.0.0.1:6379",
-            str(results): "results/nmu.csv",
-            backups: "/shared/backups/nmu",
-        },
-    )
-    assert re.search(r", 2 chunks are left \(each continues from its last", line)
-    # The rerun continues both chunks left from their backups. It starts a Ray
-    # runtime of its own: `local` does not join the cluster that RAY_ADDRESS
-    # names (here the lost one).
-    code, _, err = _sweep(
-        {**lost_cluster.env, "RAY_ADDRESS": lost_cluster.address},
-        *flags,
-        "--ray-address=local",
-    )
-    assert code == 0, err
-    assert len(re.findall(r"continued from its backup at step", err)) == 2, err
-    pd.testing.assert_frame_equal(_sorted(read_results(results)), uninterrupted)
-    assert not list(tmp_path.glob("*.lock"))
-    assert not list(folder.iterdir())
-
-
-def test_a_killed_chunk_continues_from_its_shared_backup(running_cluster, tmp_path):
-    grid = {
-        "model": ["nmu"],
-        "operation": ["mul"],
-        "input_size": [10],
-        "iterations": [LONG],
-        "eval_every": [500],
-    }
+    # the long chunk of `SHORT_AND_LONG` alone, on half of the cluster's GPU
+    grid = {**SHORT_AND_LONG, "model:iterations": [("nmu", LONG)]}
     results = tmp_path / "ray.csv"
     backups = tmp_path / "shared"
     flags = [*_grid_flags(grid), "--seeds=0-1", f"--results={results}"]
@@ -872,19 +874,22 @@ def test_a_killed_chunk_continues_from_its_shared_backup(running_cluster, tmp_pa
         deadline = time.monotonic() + 300  # bounds a failure, not a race
         while killed_at is None and sweep.poll() is None:
             assert time.monotonic() < deadline, "no backup written"
-            for file in backups.glob("*.npz"):
-                with contextlib.suppress(ValueError, OSError):
-                    step = read_backup(file)[0]["step"]
-                    workers = running_cluster.workers("_chunk_task")
-                    assert len(workers) == 1
-                    workers[0].send_signal(signal.SIGKILL)
-                    killed_at = step
             time.sleep(0.05)
+            for file in backups.glob("*.npz"):
+                with contextlib.suppress(ValueError, OSError):  # still written
+                    killed_at = read_backup(file)[0]["step"]
+        assert killed_at is not None, sweep.communicate()
+        workers = running_cluster.workers("_chunk_task")
+        assert len(workers) == 1
+        # the worker's environment, as Ray set it for a chunk on half a GPU
+        environ = workers[0].environ()
+        workers[0].send_signal(signal.SIGKILL)
     finally:
         running_cluster.hold.unlink()
     out, err = sweep.communicate(timeout=300)
-    assert killed_at is not None, err
     assert sweep.returncode == 0, err
+    assert environ["KERAS_BACKEND"] == "jax"
+    assert environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] == "0.45"
     resumed = re.search(r"continued from its backup at step (\d+)", err)
     assert resumed and int(resumed.group(1)) >= killed_at, err
     # stdout holds the summary table alone; Ray's lines about the dead
@@ -893,10 +898,11 @@ def test_a_killed_chunk_continues_from_its_shared_backup(running_cluster, tmp_pa
     assert "(raylet)" in err
     joined = err.splitlines()[0]
     _assert_on_page(joined, {running_cluster.address: "127.0.0.1:6379"})
-    local = run_sweep(grid, "0-1", tmp_path / "local.csv", progress=False)
-    pd.testing.assert_frame_equal(
-        _sorted(read_results(results)), _sorted(read_results(local.path))
-    )
+    rows = _sorted(read_results(results))
+    assert set(rows["engine"]) == {"jax"}
+    # the rows of the same chunk trained here, without a stop
+    local = uninterrupted[uninterrupted["model"] == "nmu"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(rows, local)
     assert not list(backups.iterdir())
 
 
@@ -943,6 +949,7 @@ def _run(command, env):
     return done.returncode, done.stdout, done.stderr
 
 
+@with_a_cluster
 def test_an_interrupted_driver_backs_its_chunks_up_and_stops(
     running_cluster, uninterrupted, tmp_path
 ):
@@ -1008,4 +1015,71 @@ def test_an_interrupted_driver_backs_its_chunks_up_and_stops(
         {name: "c39988aad6cf1-0-83b97b85.npz", f"step {step}": "step 1500"},
     )
     pd.testing.assert_frame_equal(_sorted(read_results(results)), uninterrupted)
+    assert not list(folder.iterdir())
+
+
+@with_a_cluster
+def test_a_lost_cluster_ends_in_one_line_and_a_rerun_completes(
+    lost_cluster, uninterrupted, tmp_path
+):
+    results = tmp_path / "ray.csv"
+    folder = tmp_path / "backups"
+    backups = f"file://{folder}"  # an fsspec URL
+    flags = [*SHORT_AND_LONG_FLAGS, f"--results={results}"]
+    flags += [f"--backup-dir={backups}", "--backup-every=0"]
+    lost_cluster.hold.touch()  # the long chunks hold after their first backup
+    try:
+        sweep = _sweep(
+            lost_cluster.env,
+            *flags,
+            f"--ray-address={lost_cluster.address}",
+            wait=False,
+        )
+        # Stopped when the first chunk's rows are in and both others have a
+        # backup.
+        deadline = time.monotonic() + 300  # bounds a failure, not a race
+        while sweep.poll() is None and time.monotonic() < deadline:
+            if results.exists() and len(list(folder.glob("*.npz"))) == 2:
+                break
+            time.sleep(0.05)
+        assert sweep.poll() is None, sweep.communicate()
+        lost_cluster.stop(grace=3)  # as `ray stop --grace-period 3` does
+    finally:
+        lost_cluster.hold.unlink()
+    stopped = time.monotonic()
+    out, err = sweep.communicate(timeout=120)
+    assert time.monotonic() - stopped < 60
+    assert sweep.returncode == 1
+    # Ray's log lines (C++ ones too) are not shown; what Ray reports of its
+    # cluster (e.g. "(raylet) The autoscaler failed ...") goes to stderr
+    assert not _ray_log_lines(err), err
+    assert not out
+    line = _last_line(err)
+    # Ray may notice first (its reason), or the driver (nothing answers).
+    reason = re.search(r" \((.*)\); \d+ rows", line)
+    assert reason, line
+    if reason.group(1).startswith("LocalRayletDiedError"):
+        line = line.replace(reason.group(1), "nothing has answered there for 10 s")
+    assert len(read_results(results)) == 2  # the first chunk's rows
+    _assert_on_page(
+        line,
+        {
+            lost_cluster.address: "127.0.0.1:6379",
+            str(results): "results/nmu.csv",
+            backups: "/shared/backups/nmu",
+        },
+    )
+    assert re.search(r", 2 chunks are left \(each continues from its last", line)
+    # The rerun continues both chunks left from their backups. It starts a Ray
+    # runtime of its own: `local` does not join the cluster that RAY_ADDRESS
+    # names (here the lost one).
+    code, _, err = _sweep(
+        {**lost_cluster.env, "RAY_ADDRESS": lost_cluster.address},
+        *flags,
+        "--ray-address=local",
+    )
+    assert code == 0, err
+    assert len(re.findall(r"continued from its backup at step", err)) == 2, err
+    pd.testing.assert_frame_equal(_sorted(read_results(results)), uninterrupted)
+    assert not list(tmp_path.glob("*.lock"))
     assert not list(folder.iterdir())

@@ -370,49 +370,6 @@ def test_a_sweep_packs_the_tasks_of_one_recipe_into_one_run(tmp_path, monkeypatc
     assert set(rows["engine"]) == {"jax"} and set(rows["replicas"]) == {6}
 
 
-def test_ray_chunks_share_a_gpu_by_gpus_per_chunk(tmp_path, monkeypatch):
-    ray = pytest.importorskip("ray")
-    from keras_nalu.sweeps import runner
-
-    requests = []
-    real_remote = ray.remote
-
-    def spy(*args, **kwargs):
-        requests.append(kwargs)
-        return real_remote(*args, **kwargs)
-
-    monkeypatch.setattr(ray, "remote", spy)
-    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")  # no token in ~/.ray
-    # A CPU machine that declares one GPU: two chunks of half a GPU each are
-    # placed on it together.
-    ray.init(
-        num_cpus=2,
-        num_gpus=1,
-        include_dashboard=False,
-        log_to_driver=False,
-        configure_logging=False,
-    )
-    try:
-        grid = {"model": ["nau", "nmu"], "input_size": [10], "iterations": [100]}
-        grid["eval_every"] = [100]
-        outcome = runner.run_sweep(
-            grid,
-            "0-1",
-            tmp_path / "r.csv",
-            ray_address="local",
-            progress=False,
-            gpus_per_chunk=0.5,
-        )
-    finally:
-        ray.shutdown()
-    assert outcome.new_rows == 4
-    assert requests and requests[0]["num_gpus"] == 0.5
-    env = requests[0]["runtime_env"]["env_vars"]
-    assert env["KERAS_BACKEND"] == "jax"
-    assert env["XLA_PYTHON_CLIENT_MEM_FRACTION"] == "0.45"
-    assert set(outcome.results["engine"]) == {"jax"}
-
-
 @pytest.mark.parametrize("option", ["clipnorm", "global_clipnorm"])
 def test_norm_clipping_is_each_replicas_own(option, monkeypatch):
     """A replica clipped by its own norm trains as `model.fit` does."""
