@@ -33,8 +33,10 @@ train: $(STAMP)
 # files, explain) again on Keras' other backends, JAX and PyTorch (both test
 # dependencies). tests/test_backend_parity.py runs JAX and PyTorch in
 # subprocesses from the first run (fits and .keras files across backends),
-# tests/test_without_tensorflow.py JAX. PyTorch gets one thread per test
-# worker: with two workers on two cores a second thread only spins.
+# tests/test_without_tensorflow.py JAX. The JAX pass adds the JAX engine's
+# tests and the Ray cluster tests (their drivers and workers start faster
+# and train faster on JAX). PyTorch gets one thread per test worker: with two
+# workers on two cores a second thread only spins.
 CORE_TESTS := tests/layers tests/callbacks tests/test_constraints.py \
 	tests/test_effective_weights.py tests/explain tests/test_export.py \
 	tests/test_initializers.py tests/test_learning.py tests/test_ops.py \
