@@ -15,7 +15,7 @@ predicts the same to float32 rounding.
 Where each part runs (`fill`, once per test run, shared by the test workers):
 this process's backend in-process, each other backend in one fresh process
 (tests/_other_backend.py) that runs the scenarios, saves its file and reads
-the files saved before it.
+the two others' files (`fill` gives the order).
 """
 
 import contextlib
