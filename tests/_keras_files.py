@@ -1,15 +1,13 @@
 """`.keras` files written under one Keras backend and read under another.
 
-`python -m tests._keras_files DIR save` trains a model holding every unit a
-few steps and writes `DIR/<backend>.keras` with its predictions
-(`DIR/<backend>.npz`); `python -m tests._keras_files DIR load` reads every
-other backend's file in `DIR` and writes what it predicts, the optimizer step
-and how many scheduled regularizers it holds
-(`DIR/<file>-read-by-<backend>.npz`).
-tests/test_backend_parity.py runs both under each backend and compares.
+`save(DIR)` trains a model holding every unit a few steps and writes
+`DIR/<backend>.keras` with its predictions (`DIR/<backend>.npz`); `load(DIR)`
+reads each other backend's file in `DIR` it has not read yet and writes what
+it predicts, the optimizer step and how many scheduled regularizers it holds
+(`DIR/<file>-read-by-<backend>.npz`). tests/test_backend_parity.py runs both
+under each backend (tests/_other_backend.py in a fresh process) and compares.
 """
 
-import sys
 from pathlib import Path
 
 import keras
@@ -91,7 +89,8 @@ def save(directory: Path) -> None:
 def load(directory: Path) -> None:
     backend = keras.backend.backend()
     for path in sorted(directory.glob("*.keras")):
-        if path.stem == backend:
+        read = directory / f"{path.stem}-read-by-{backend}.npz"
+        if path.stem == backend or read.exists():
             continue
         model = keras.saving.load_model(path)
         if backend == "torch":
@@ -99,7 +98,7 @@ def load(directory: Path) -> None:
             # reads as torch.compile: a minute for this model on 2 cores.
             model.jit_compile = False
         np.savez(
-            directory / f"{path.stem}-read-by-{backend}.npz",
+            read,
             predictions=_predict(model),
             iterations=int(keras.ops.convert_to_numpy(model.optimizer.iterations)),
             regularizers=len(find_scheduled_regularizers(model)),
@@ -108,9 +107,3 @@ def load(directory: Path) -> None:
 
 def _predict(model):
     return model.predict(data(16, seed=2), verbose=0)
-
-
-if __name__ == "__main__":
-    folder = Path(sys.argv[1])
-    for action in sys.argv[2:]:
-        {"save": save, "load": load}[action](folder)

@@ -4,13 +4,13 @@ Each scenario builds its model from hand-set weights (backends draw different
 random numbers from the same seed), trains with plain SGD on fixed data in a
 fixed order, and returns what it measured as JSON-native values. A backend
 runs every scenario but those `UNSUPPORTED` names for it. The test
-(tests/test_backend_parity.py) runs them here and, in a fresh process, under
-each other backend: `python -m tests._parity OUT.json` with KERAS_BACKEND set.
+(tests/test_backend_parity.py) runs them under its own backend in-process and
+under each other backend in a fresh process (tests/_other_backend.py).
 """
 
 import json
-import sys
 import traceback
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -279,6 +279,12 @@ def run_all() -> dict:
     return {"backend": keras.backend.backend(), "results": results}
 
 
-if __name__ == "__main__":
-    with open(sys.argv[1], "w") as file:
-        json.dump(run_all(), file)
+def results_path(folder: Path, backend: str) -> Path:
+    """Where `write` puts `backend`'s results."""
+    return folder / f"parity-{backend}.json"
+
+
+def write(folder: Path) -> None:
+    """`run_all()` under this process's backend, as JSON in `folder`."""
+    path = results_path(folder, keras.backend.backend())
+    path.write_text(json.dumps(run_all()))

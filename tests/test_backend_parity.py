@@ -1,30 +1,36 @@
 """Training reads the current λ, weights and clamps on every backend.
 
-The scenarios of tests/_parity.py run here and, in a fresh process, under
-each other backend (TensorFlow, JAX, PyTorch), from the same hand-set
-weights, data and order: the results must agree to float rounding. A
-compiled train step (JAX's, or any backend's with `jit_compile=True`) takes
-the model's variables as arguments, so a λ, a clamp or a re-drawn weight the
-step did not see would show up here as a difference (the λ schedule did on
-JAX, before the units listed their regularizers' strengths among their
-variables).
+The scenarios of tests/_parity.py run under each backend (TensorFlow, JAX,
+PyTorch), from the same hand-set weights, data and order: the results must
+agree to float rounding. A compiled train step (JAX's, or any backend's with
+`jit_compile=True`) takes the model's variables as arguments, so a λ, a clamp
+or a re-drawn weight the step did not see would show up here as a difference
+(the λ schedule did on JAX, before the units listed their regularizers'
+strengths among their variables).
 
 `.keras` files move between the backends too: each backend saves a model of
-every unit (tests/_keras_files.py), and every other one loads it and
+every unit (tests/_keras_files.py), and each of the other two loads it and
 predicts the same to float32 rounding.
+
+Where each part runs (`fill`, once per test run, shared by the test workers):
+this process's backend in-process, each other backend in one fresh process
+(tests/_other_backend.py) that runs the scenarios, saves its file and reads
+the two others' files (`fill` gives the order).
 """
 
+import contextlib
 import importlib.util
 import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests import _keras_files, _parity
+from tests import _keras_files, _other_backend, _parity
 from tests.backend import BACKEND
 from tests.helpers import shared_folder
 
@@ -32,44 +38,108 @@ ROOT = Path(__file__).resolve().parents[1]
 BACKENDS = ("tensorflow", "jax", "torch")
 OTHERS = [name for name in BACKENDS if name != BACKEND]
 TOLERANCE = {"rtol": 1e-5, "atol": 1e-6}
+#: Seconds a fresh process may take for its part (each takes well under one
+#: minute on a 2-core CPU).
+TIMEOUT = 600
 
 
-def run_module(module, backend, *args):
-    """`python -m module *args` in a fresh process under `backend`."""
+@contextlib.contextmanager
+def running(backend: str, folder: Path):
+    """`python -m tests._other_backend folder` in a fresh process under `backend`.
+
+    Its output goes to `folder/<backend>.log`, its input stays open until
+    `finish`; a process still running when the block ends is killed.
+    """
     # every backend is a test dependency (pyproject's test extra)
     assert importlib.util.find_spec(backend) is not None, f"{backend} is not installed"
-    completed = subprocess.run(
-        [sys.executable, "-m", module, *map(str, args)],
-        cwd=ROOT,
-        env={
-            **os.environ,
-            "KERAS_BACKEND": backend,
-            "TF_CPP_MIN_LOG_LEVEL": "3",
-            # one thread per process: PyTorch's second one only spins when
-            # the other test worker holds the other core
-            "OMP_NUM_THREADS": "1",
-        },
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert completed.returncode == 0, completed.stderr[-4000:]
+    with open(folder / f"{backend}.log", "w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tests._other_backend", str(folder)],
+            cwd=ROOT,
+            env={
+                **os.environ,
+                "KERAS_BACKEND": backend,
+                "TF_CPP_MIN_LOG_LEVEL": "3",
+                # one thread per process: PyTorch's second one only spins when
+                # the other test worker holds the other core
+                "OMP_NUM_THREADS": "1",
+            },
+            stdin=subprocess.PIPE,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    with process:
+        try:
+            yield process
+        finally:
+            if process.poll() is None:
+                process.kill()
+
+
+def log_tail(folder: Path, backend: str) -> str:
+    return (folder / f"{backend}.log").read_text()[-4000:]
+
+
+def wait_until_waiting(process, backend: str, folder: Path) -> None:
+    """Until `backend`'s process has saved its file and read the ones before."""
+    marker = _other_backend.waiting_marker(folder, backend)
+    deadline = time.monotonic() + TIMEOUT
+    while not marker.exists():
+        assert process.poll() is None, log_tail(folder, backend)
+        assert time.monotonic() < deadline, f"{backend}: not waiting after {TIMEOUT} s"
+        time.sleep(0.1)
+
+
+def finish(process, backend: str, folder: Path) -> None:
+    """Ends `backend`'s input (it reads the files saved since) and waits for it."""
+    process.communicate(timeout=TIMEOUT)
+    assert process.returncode == 0, log_tail(folder, backend)
+
+
+def fill(folder: Path) -> None:
+    """Every backend's parity results and `.keras` files, in this order:
+
+    | process                | does                                             |
+    | ---------------------- | ------------------------------------------------ |
+    | this one               | scenarios, saves                                 |
+    | fresh, 1st other       | scenarios, saves, reads this one's; then waits   |
+    | fresh, 2nd other       | scenarios, saves, reads this one's and the 1st's |
+    | 1st other, input ended | reads the 2nd's                                  |
+    | this one               | reads the two others'                            |
+
+    Two fresh processes in all, one running at a time (the 1st waits, idle,
+    while the 2nd runs).
+    """
+    first, second = OTHERS
+    _parity.write(folder)
+    _keras_files.save(folder)
+    with running(first, folder) as waiting:
+        wait_until_waiting(waiting, first, folder)
+        with running(second, folder) as process:
+            finish(process, second, folder)
+        finish(waiting, first, folder)
+    _keras_files.load(folder)
 
 
 @pytest.fixture(scope="module")
-def here():
-    return _parity.run_all()["results"]
+def folder(tmp_path_factory):
+    return shared_folder(tmp_path_factory, "backends", fill)
+
+
+def parity_results(folder: Path, backend: str) -> dict:
+    report = json.loads(_parity.results_path(folder, backend).read_text())
+    assert report["backend"] == backend
+    return report["results"]
+
+
+@pytest.fixture(scope="module")
+def here(folder):
+    return parity_results(folder, BACKEND)
 
 
 @pytest.fixture(scope="module", params=OTHERS)
-def there(request, tmp_path_factory):
-    def fill(folder):
-        run_module("tests._parity", request.param, folder / "results.json")
-
-    folder = shared_folder(tmp_path_factory, f"parity-{request.param}", fill)
-    report = json.loads((folder / "results.json").read_text())
-    assert report["backend"] == request.param
-    return report["results"]
+def there(request, folder):
+    return parity_results(folder, request.param)
 
 
 def result(results, scenario):
@@ -203,30 +273,15 @@ def test_success_criterion_measures_the_current_weights(here, there):
     assert len(set(interpolation)) == len(interpolation)  # the model moved
 
 
-@pytest.fixture(scope="module")
-def keras_files(tmp_path_factory):
-    """Each backend saves its file, then loads every other backend's."""
-    first, second = OTHERS
-
-    def fill(directory):
-        _keras_files.save(directory)
-        run_module("tests._keras_files", first, directory, "save")
-        run_module("tests._keras_files", second, directory, "save", "load")
-        run_module("tests._keras_files", first, directory, "load")
-        _keras_files.load(directory)
-
-    return shared_folder(tmp_path_factory, "keras_files", fill)
-
-
 @pytest.mark.parametrize("saved_by", BACKENDS)
-def test_keras_files_move_between_backends(keras_files, saved_by):
-    with np.load(keras_files / f"{saved_by}.npz") as saved:
+def test_keras_files_move_between_backends(folder, saved_by):
+    with np.load(folder / f"{saved_by}.npz") as saved:
         expected = saved["predictions"]
     assert np.all(np.isfinite(expected))
     for read_by in BACKENDS:
         if read_by == saved_by:
             continue
-        with np.load(keras_files / f"{saved_by}-read-by-{read_by}.npz") as read:
+        with np.load(folder / f"{saved_by}-read-by-{read_by}.npz") as read:
             np.testing.assert_allclose(
                 read["predictions"], expected, rtol=1e-6, atol=1e-6
             )
