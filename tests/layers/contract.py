@@ -14,9 +14,10 @@ passes on every backend:
   weights gives the same outputs, the registered name deserializes;
 - models: Sequential, functional and subclassed models give the reference;
   `fit` trains one step of the Sequential (in Keras 3 a functional model)
-  and, through its own path for `training`, of the subclassed model (with
-  `jit_compile=True` where asked), changes the weights, keeps them finite,
-  and the trained model predicts the reference;
+  and, through its own path for `training`, of the subclassed model
+  (compiled: `jit_compile=True` where asked, else the backend's "auto");
+  each step changes the weights, keeps them finite, and the trained model
+  predicts the reference;
 - dtypes: float64 through and through (to 1e-12 of NumPy where Keras
   computes float64, see `tests.backend.float64_functions`; not on PyTorch,
   see `tests.backend.float64_arithmetic`), and under
