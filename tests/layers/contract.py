@@ -12,9 +12,12 @@ passes on every backend:
   weight names, no weights made in `call`;
 - configuration: JSON-native `get_config`, `from_config` with the same
   weights gives the same outputs, the registered name deserializes;
-- models: Sequential, functional and subclassed models give the reference
-  and train one step; `fit` (and with `jit_compile=True`) changes the
-  weights and keeps them finite;
+- models: Sequential, functional and subclassed models give the reference;
+  `fit` trains one step of the Sequential (in Keras 3 a functional model)
+  and, through its own path for `training`, of the subclassed model
+  (compiled: `jit_compile=True` where asked, else the backend's "auto");
+  each step changes the weights, keeps them finite, and the trained model
+  predicts the reference;
 - dtypes: float64 through and through (to 1e-12 of NumPy where Keras
   computes float64, see `tests.backend.float64_functions`; not on PyTorch,
   see `tests.backend.float64_arithmetic`), and under
@@ -35,6 +38,7 @@ from tests.backend import BACKEND, enable_float64, to_numpy
 
 INPUT_DIM = 3
 UNITS = 2
+BATCH = 5  # one batch size throughout: JAX compiles its eager ops per shape
 
 
 def run_layer_test(
@@ -70,8 +74,9 @@ def run_layer_test(
         float64_functions: the unit takes exp, log, tanh or sigmoid, which
             Keras computes in float32 for float64 tensors outside TensorFlow.
         run_training_check: fit one step in models.
-        run_jit_compile_check: fit one step with `jit_compile=True` too
-            (not on PyTorch, where it takes seconds per unit).
+        run_jit_compile_check: fit the subclassed model's step with
+            `jit_compile=True` (XLA on TensorFlow; not on PyTorch, where it
+            takes seconds per unit) rather than the backend's "auto".
         run_mixed_precision_check: check the "mixed_float16" policy.
     """
     keras.utils.set_random_seed(0)
@@ -87,14 +92,17 @@ def run_layer_test(
     contract.check_outputs()
     contract.check_state()
     contract.check_config()
-    for style in ("sequential", "functional", "subclassed"):
-        contract.check_in_model(style, train=run_training_check)
-    if run_training_check:
-        contract.check_fit(jit_compile=False)
-        # On PyTorch jit_compile=True is torch.compile, 15-30 s a unit on a
-        # 2-core CPU: tests/test_backend_parity.py fits NAU → NMU through it.
-        if run_jit_compile_check and BACKEND != "torch":
-            contract.check_fit(jit_compile=True)
+    # One training step per compile mode: jit_compile=False (eager on JAX and
+    # PyTorch, a tf.function on TensorFlow) on the Sequential, the compiled one
+    # on the subclassed model. On PyTorch jit_compile=True is torch.compile,
+    # 15-30 s a unit on a 2-core CPU: tests/test_backend_parity.py fits
+    # NAU → NMU through it; "auto" is eager there.
+    jit = run_jit_compile_check and BACKEND != "torch"
+    fits = {"sequential": False, "functional": None, "subclassed": jit or "auto"}
+    for style, jit_compile in fits.items():
+        contract.check_in_model(
+            style, jit_compile=jit_compile if run_training_check else None
+        )
     if BACKEND != "torch":  # see tests.backend.float64_arithmetic
         contract.check_float64(exact=BACKEND == "tensorflow" or not float64_functions)
     if run_mixed_precision_check:
@@ -130,7 +138,7 @@ class _Contract:
         return self.layer_cls(UNITS, **{**self.kwargs, **overrides})
 
     def inputs(self, *shape, dtype="float32", seed=0):
-        shape = shape or (5, INPUT_DIM)
+        shape = shape or (BATCH, INPUT_DIM)
         rng = np.random.default_rng(seed)
         return rng.uniform(self.low, self.high, shape).astype(dtype)
 
@@ -147,12 +155,12 @@ class _Contract:
         layer = self.make()
         x = self.inputs()
         y = layer(x)
-        assert tuple(y.shape) == (5, UNITS)
+        assert tuple(y.shape) == (BATCH, UNITS)
         self.assert_matches_reference(layer, x, y)
         # Extra leading axes (batch, time, features): the unit acts on the last.
-        sequence = self.inputs(4, 6, INPUT_DIM, seed=2)
+        sequence = self.inputs(BATCH, 6, INPUT_DIM, seed=2)
         y_sequence = to_numpy(layer(sequence))
-        assert y_sequence.shape == (4, 6, UNITS)
+        assert y_sequence.shape == (BATCH, 6, UNITS)
         self.assert_matches_reference(layer, sequence, y_sequence)
         np.testing.assert_allclose(
             y_sequence[:, 2], to_numpy(layer(sequence[:, 2])), rtol=1e-5, atol=1e-7
@@ -162,17 +170,18 @@ class _Contract:
         symbolic = layer(keras.Input((6, INPUT_DIM)))
         assert tuple(symbolic.shape) == (None, 6, UNITS)
         with np.testing.assert_raises(ValueError):  # the InputSpec
-            layer(np.ones((5, INPUT_DIM + 1), "float32"))
+            layer(np.ones((BATCH, INPUT_DIM + 1), "float32"))
 
     def check_state(self):
         layer = self.make()
         layer.build((None, INPUT_DIM))
         for when in ("built", "called"):
+            if when == "called":
+                layer(self.inputs())  # no weights created in `call`
             assert len(layer.trainable_weights) == self.num_trainable_weights, when
             assert layer.non_trainable_weights == [], when
             assert len(layer.non_trainable_variables) == self.num_state, when
             assert len(layer.losses) == self.num_losses, when
-            layer(self.inputs())  # no weights created in `call`
         paths = [w.path for w in layer.weights]
         assert len(set(paths)) == len(paths), paths
 
@@ -196,7 +205,9 @@ class _Contract:
         assert type(revived) is self.layer_cls
         assert revived.get_config() == config
 
-    def check_in_model(self, style, train=True):
+    def check_in_model(self, style, jit_compile=None):
+        """The model gives the reference; with `jit_compile` not None, `fit`
+        then trains it one step (`check_fit`)."""
         layer = self.make()
         if style == "sequential":
             model = keras.Sequential([keras.Input((INPUT_DIM,)), layer])
@@ -205,22 +216,17 @@ class _Contract:
             model = keras.Model(inputs, layer(inputs))
         else:
             model = UnitModel(layer)
-        x = self.inputs(8, INPUT_DIM)
+        x = self.inputs()
         self.assert_matches_reference(layer, x, model(x))
         assert len(model.trainable_weights) == self.num_trainable_weights
-        if train:
-            model.compile(keras.optimizers.Adam(0.01), "mse")
-            loss = model.train_on_batch(x, self.targets(8))
-            assert np.isfinite(loss)
-            assert int(to_numpy(model.optimizer.iterations)) == 1
+        if jit_compile is not None:
+            self.check_fit(layer, model, jit_compile)
 
-    def check_fit(self, jit_compile, mixed_precision=False):
-        layer = self.make()
-        model = keras.Sequential([keras.Input((INPUT_DIM,)), layer])
+    def check_fit(self, layer, model, jit_compile, mixed_precision=False):
         model.compile(keras.optimizers.Adam(0.01), "mse", jit_compile=jit_compile)
-        x, y = self.inputs(8, INPUT_DIM), self.targets(8)
+        x, y = self.inputs(), self.targets(BATCH)
         before = [to_numpy(w).copy() for w in model.trainable_weights]
-        history = model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+        history = model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0)
         assert np.isfinite(history.history["loss"][0])
         after = [to_numpy(w) for w in model.trainable_weights]
         assert all(np.all(np.isfinite(w)) for w in after)
@@ -230,7 +236,7 @@ class _Contract:
         assert int(to_numpy(model.optimizer.iterations)) == 1
         assert any(not np.array_equal(b, a) for b, a in zip(before, after))
         # The trained weights are the ones the layer computes with.
-        x = self.inputs(8, INPUT_DIM, seed=3)
+        x = self.inputs(seed=3)
         self.assert_matches_reference(layer, x, model.predict(x, verbose=0))
 
     def check_float64(self, exact):
@@ -259,7 +265,9 @@ class _Contract:
             x16 = x.astype("float16").astype("float64")
             self.assert_matches_reference(layer, x16, y, rtol=2e-3, atol=2e-3)
             if train:
-                self.check_fit(jit_compile=False, mixed_precision=True)
+                layer = self.make()
+                model = keras.Sequential([keras.Input((INPUT_DIM,)), layer])
+                self.check_fit(layer, model, jit_compile=False, mixed_precision=True)
         finally:
             keras.mixed_precision.set_global_policy(previous)
 
@@ -479,9 +487,22 @@ def nsr(layer, x):
 # --- round trips -----------------------------------------------------------------
 
 
-def check_keras_round_trip(model, x, tmp_path):
-    """`.keras` save/load gives the same outputs and weights."""
+def check_keras_round_trip(model, x, tmp_path, *, export=False):
+    """`.keras` save/load gives the same outputs and weights; with `export`,
+    on TensorFlow, `model.export`'s SavedModel (at `tmp_path / "saved_model"`)
+    served by `tf.saved_model.load` gives the same outputs too. Returns the
+    loaded `.keras` model."""
     expected = model.predict(x, verbose=0)
+    if export and BACKEND == "tensorflow":
+        # First: exporting a model after a `.keras` save and load in the same
+        # process fails ("variables which have been deleted").
+        import tensorflow as tf
+
+        model.export(str(tmp_path / "saved_model"), verbose=False)
+        served = tf.saved_model.load(str(tmp_path / "saved_model"))
+        np.testing.assert_allclose(
+            served.serve(tf.constant(x)).numpy(), expected, rtol=1e-5
+        )
     path = tmp_path / "model.keras"
     model.save(path)
     loaded = keras.saving.load_model(path)
@@ -489,15 +510,3 @@ def check_keras_round_trip(model, x, tmp_path):
     for original, restored in zip(model.weights, loaded.weights):
         np.testing.assert_array_equal(to_numpy(original), to_numpy(restored))
     return loaded
-
-
-def check_export_round_trip(model, x, tmp_path):
-    """`model.export` SavedModel served by `tf.saved_model.load` matches."""
-    import tensorflow as tf
-
-    expected = model.predict(x, verbose=0)
-    path = tmp_path / "saved_model"
-    model.export(str(path), verbose=False)
-    loaded = tf.saved_model.load(str(path))
-    served = loaded.serve(tf.constant(x))
-    np.testing.assert_allclose(served.numpy(), expected, rtol=1e-5)

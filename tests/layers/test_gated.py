@@ -11,10 +11,9 @@ from keras_nalu.explain import UnsupportedLayerError, explain
 from keras_nalu.keras_utils import iter_layers
 from keras_nalu.layers import NAU, NMU, GatedNAUNMU
 from keras_nalu.regularizers import find_scheduled_regularizers
-from tests.backend import FLOAT_DTYPES, requires_tensorflow, to_numpy
+from tests.backend import FLOAT_DTYPES, to_numpy
 from tests.layers import contract
 from tests.layers.contract import (
-    check_export_round_trip,
     check_keras_round_trip,
     run_layer_test,
 )
@@ -151,13 +150,8 @@ def _round_trip_inputs():
     return np.random.default_rng(5).uniform(1.0, 2.0, (4, 3)).astype("float32")
 
 
-def test_keras_round_trip(tmp_path):
-    loaded = check_keras_round_trip(_round_trip_model(), _round_trip_inputs(), tmp_path)
+def test_keras_and_saved_model_round_trips(tmp_path):
+    loaded = check_keras_round_trip(
+        _round_trip_model(), _round_trip_inputs(), tmp_path, export=True
+    )
     assert loaded.get_layer("gated").nau.kernel_regularizer.strength == 1.0
-
-
-@requires_tensorflow
-def test_saved_model_round_trip(tmp_path):
-    model = _round_trip_model()
-    x = _round_trip_inputs()
-    check_export_round_trip(model, x, tmp_path)

@@ -8,10 +8,9 @@ import pytest
 from keras_nalu import regularizers
 from keras_nalu.evaluation.sparsity import effective_weights
 from keras_nalu.layers import MCFC, MCFCMul
-from tests.backend import gradients, requires_tensorflow, to_numpy
+from tests.backend import gradients, to_numpy
 from tests.layers import contract
 from tests.layers.contract import (
-    check_export_round_trip,
     check_keras_round_trip,
     run_layer_test,
 )
@@ -188,13 +187,10 @@ def _round_trip_inputs():
     return np.random.default_rng(9).uniform(0.5, 2.0, (4, 3)).astype("float32")
 
 
-def test_keras_round_trip(tmp_path):
-    loaded = check_keras_round_trip(_round_trip_model(), _round_trip_inputs(), tmp_path)
+def test_keras_and_saved_model_round_trips(tmp_path):
+    loaded = check_keras_round_trip(
+        _round_trip_model(), _round_trip_inputs(), tmp_path, export=True
+    )
     reward = loaded.get_layer("mcfc").junction_regularizer
     assert isinstance(reward, regularizers.NegativeL2) and reward.strength == 2.0
     assert type(loaded.get_layer("mcfc_mul")) is MCFCMul
-
-
-@requires_tensorflow
-def test_saved_model_round_trip(tmp_path):
-    check_export_round_trip(_round_trip_model(), _round_trip_inputs(), tmp_path)

@@ -6,10 +6,9 @@ import pytest
 
 from keras_nalu.explain import UnsupportedLayerError, explain
 from keras_nalu.layers import NALU
-from tests.backend import FLOAT_DTYPES_FUNCTIONS, requires_tensorflow, to_numpy
+from tests.backend import FLOAT_DTYPES_FUNCTIONS, to_numpy
 from tests.layers import contract
 from tests.layers.contract import (
-    check_export_round_trip,
     check_keras_round_trip,
     run_layer_test,
 )
@@ -150,14 +149,9 @@ def _round_trip_inputs():
     return np.random.default_rng(16).uniform(1.0, 2.0, (4, 3)).astype("float32")
 
 
-def test_keras_round_trip(tmp_path):
-    loaded = check_keras_round_trip(_round_trip_model(), _round_trip_inputs(), tmp_path)
+def test_keras_and_saved_model_round_trips(tmp_path):
+    loaded = check_keras_round_trip(
+        _round_trip_model(), _round_trip_inputs(), tmp_path, export=True
+    )
     assert loaded.get_layer("constant").gate_type == "constant"
     assert loaded.get_layer("two_gates").two_gates
-
-
-@requires_tensorflow
-def test_saved_model_round_trip(tmp_path):
-    model = _round_trip_model()
-    x = _round_trip_inputs()
-    check_export_round_trip(model, x, tmp_path)

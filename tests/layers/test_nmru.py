@@ -10,10 +10,9 @@ from keras_nalu import constraints, initializers, regularizers
 from keras_nalu.evaluation.sparsity import effective_weights
 from keras_nalu.layers import NMRU
 from keras_nalu.layers.nmru import FLOAT32_EPSILON
-from tests.backend import gradients, requires_tensorflow, to_numpy
+from tests.backend import gradients, to_numpy
 from tests.layers import contract
 from tests.layers.contract import (
-    check_export_round_trip,
     check_keras_round_trip,
     run_layer_test,
 )
@@ -252,11 +251,8 @@ def _round_trip_inputs():
     return np.random.default_rng(9).uniform(-2.0, 2.0, (4, 3)).astype("float32")
 
 
-def test_keras_round_trip(tmp_path):
-    loaded = check_keras_round_trip(_round_trip_model(), _round_trip_inputs(), tmp_path)
+def test_keras_and_saved_model_round_trips(tmp_path):
+    loaded = check_keras_round_trip(
+        _round_trip_model(), _round_trip_inputs(), tmp_path, export=True
+    )
     assert type(loaded.get_layer("nmru")) is NMRU
-
-
-@requires_tensorflow
-def test_saved_model_round_trip(tmp_path):
-    check_export_round_trip(_round_trip_model(), _round_trip_inputs(), tmp_path)

@@ -8,13 +8,9 @@ import pytest
 from keras_nalu import constraints, initializers, regularizers
 from keras_nalu.layers import NMU
 from keras_nalu.layers.nmu import draw_noise
-from tests.backend import gradients, requires_tensorflow, to_numpy
+from tests.backend import BACKEND, gradients, to_numpy
 from tests.layers import contract
-from tests.layers.contract import (
-    check_export_round_trip,
-    check_keras_round_trip,
-    run_layer_test,
-)
+from tests.layers.contract import check_keras_round_trip, run_layer_test
 
 VARIANTS = {
     # kwargs, trainable weights, losses once built (a Sparsity: one strength)
@@ -324,22 +320,17 @@ def _snmu_model():
     return model
 
 
-def test_snmu_keras_round_trip_keeps_the_noise(tmp_path):
+def test_snmu_round_trips_keep_the_noise_and_export_the_plain_nmu(tmp_path):
     model = _snmu_model()
     x = np.random.default_rng(1).uniform(-2.0, 2.0, (8, 3)).astype("float32")
-    loaded = check_keras_round_trip(model, x, tmp_path)
+    loaded = check_keras_round_trip(model, x, tmp_path, export=True)
     layer = loaded.get_layer("snmu")
     assert layer.noise == (1.0, 5.0) and layer.seed == 5
-
-
-@requires_tensorflow
-def test_exported_snmu_serves_the_plain_nmu(tmp_path):
+    if BACKEND != "tensorflow":
+        return
     import tensorflow as tf
 
-    model = _snmu_model()
-    x = np.random.default_rng(2).uniform(-2.0, 2.0, (8, 3)).astype("float32")
     plain = hand_set(to_numpy(model.get_layer("snmu").kernel))
-    check_export_round_trip(model, x, tmp_path)
     served = tf.saved_model.load(str(tmp_path / "saved_model"))
     for _ in range(2):  # no noise: the same answer every call
         np.testing.assert_allclose(

@@ -10,10 +10,9 @@ from keras_nalu import constraints, regularizers
 from keras_nalu.evaluation.sparsity import effective_weights
 from keras_nalu.explain import UnsupportedLayerError, explain
 from keras_nalu.layers import NPU, RealNPU
-from tests.backend import FLOAT_DTYPES_FUNCTIONS, requires_tensorflow, to_numpy
+from tests.backend import FLOAT_DTYPES_FUNCTIONS, to_numpy
 from tests.layers import contract
 from tests.layers.contract import (
-    check_export_round_trip,
     check_keras_round_trip,
     run_layer_test,
 )
@@ -154,17 +153,12 @@ def _round_trip_inputs():
     return np.random.default_rng(9).uniform(-2.0, 2.0, (4, 3)).astype("float32")
 
 
-def test_keras_round_trip(tmp_path):
-    loaded = check_keras_round_trip(_round_trip_model(), _round_trip_inputs(), tmp_path)
+def test_keras_and_saved_model_round_trips(tmp_path):
+    loaded = check_keras_round_trip(
+        _round_trip_model(), _round_trip_inputs(), tmp_path, export=True
+    )
     assert isinstance(loaded.get_layer("npu").kernel_regularizer, regularizers.L1)
     assert type(loaded.get_layer("real_npu")) is RealNPU
-
-
-@requires_tensorflow
-def test_saved_model_round_trip(tmp_path):
-    model = _round_trip_model()
-    x = _round_trip_inputs()
-    check_export_round_trip(model, x, tmp_path)
 
 
 # --- the modified Real NPU (Mistry et al. 2021) ----------------------------------
