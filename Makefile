@@ -46,9 +46,11 @@ test: $(STAMP)
 	$(BIN)/ruff check keras_nalu tests examples benchmarks docs
 	$(BIN)/mkdocs build --strict --quiet
 	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -n 2 --durations=15 -q
-	KERAS_BACKEND=jax $(BIN)/python -m pytest -n 2 -q $(CORE_TESTS) \
-		tests/sweeps/test_jax_engine.py tests/sweeps/test_seeding.py \
-		tests/sweeps/test_filling.py tests/sweeps/test_cluster.py
+	# The cluster tests first: their minutes are not left to one worker at
+	# the end while the other has nothing left to run.
+	KERAS_BACKEND=jax $(BIN)/python -m pytest -n 2 -q tests/sweeps/test_cluster.py \
+		$(CORE_TESTS) tests/sweeps/test_jax_engine.py \
+		tests/sweeps/test_seeding.py tests/sweeps/test_filling.py
 	# In a process of its own: after other JAX tests in the same worker, an
 	# evaluation's MSE has differed from the reference's by 5e-9 relative
 	# (its bound is 1e-9), the steps themselves still equal.
