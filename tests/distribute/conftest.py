@@ -1,6 +1,7 @@
 """Starts the distributed runs once, together, so their TF imports overlap.
 
-Three fresh processes: `_mirrored_script.py` (two logical CPUs) and the two
+Three fresh processes: `_mirrored_script.py` (two logical CPUs; it also runs
+`test_tf_distribute_patches.py`'s steps_per_execution > 1 case) and the two
 `MultiWorkerMirroredStrategy` workers (`_worker.py`) on 127.0.0.1. While they
 run, this process trains the single-device references.
 
@@ -156,6 +157,7 @@ def distributed_runs(tmp_path_factory):
                 _worker.reference(config)
                 _worker.reference(config, scheduled=False)
             _worker.reference("sgd", regularizers_outside_scope=True)
+            _worker.reference(_worker.MULTI_STEP_CONFIG)
         yield runs
     finally:
         runs.join()

@@ -5,10 +5,10 @@ they are for, idempotent, and fail clearly if Keras' private names go. The
 multi-step loop itself is checked here against Keras' on one device. Under a
 real MultiWorkerMirroredStrategy (one worker): `_multi_worker_fit_script.py`,
 in a fresh process (TensorFlow once crashed deleting such a strategy's
-iterator in this one). With two replicas: `_multi_step_script.py` (a fresh
-process with two logical CPUs, started by the `mirrored_multi_step` fixture)
-and the multi-worker cluster of `conftest.py` train NAU → NMU with
-steps_per_execution = 5 and must end where one device does.
+iterator in this one). With two replicas: `_mirrored_script.py` (a fresh
+process with two logical CPUs) and the multi-worker cluster, both started by
+`conftest.py`, train NAU → NMU with steps_per_execution = 5 and must end
+where one device does.
 """
 
 import json
@@ -245,9 +245,9 @@ def test_steps_per_execution_survives_recompiling(monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def mirrored_multi_step(tmp_path_factory):
-    out_dir = tmp_path_factory.mktemp("multi_step")
-    run_script("_multi_step_script.py", out_dir)
+def mirrored_multi_step(distributed_runs):
+    distributed_runs.wait("mirrored")
+    out_dir = distributed_runs.out_dir
     return {
         "result": _worker.load_result(out_dir / "multi_step.npz")[_worker.MULTI_STEP],
         "facts": json.loads((out_dir / "multi_step.json").read_text()),

@@ -32,6 +32,7 @@ same paths: to check an older commit's pages,
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -138,14 +139,20 @@ JOINED = "paper.py's tables"
 and the others (`paper.REUSE`)."""
 
 
-def rows_of(source: str, query: str) -> pd.DataFrame:
+@functools.cache
+def _table(source: str) -> pd.DataFrame:
+    """Every row of `source`, read once per session: the committed files do
+    not change while the tests run, and many numbers come from each."""
     if source == JOINED:
-        table = paper.load_tables([paper.OUT / "results.csv", *paper.REUSE])
-    elif source.startswith("docs/"):  # a file the docs' own scripts write
-        table = _results(ROOT / source)
-    else:
-        table = _results(RESULTS / source)
-    return table.query(query) if query else table
+        return paper.load_tables([paper.OUT / "results.csv", *paper.REUSE])
+    if source.startswith("docs/"):  # a file the docs' own scripts write
+        return _results(ROOT / source)
+    return _results(RESULTS / source)
+
+
+def rows_of(source: str, query: str) -> pd.DataFrame:
+    table = _table(source)
+    return table.query(query) if query else table.copy()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -2052,7 +2059,7 @@ def test_the_page_includes_a_table_of_every_benchmark_it_discusses():
 
 
 def test_the_summaries_are_what_their_scripts_write_today():
-    rows = nalm.judged(read_results(RESULTS / "nalm" / "results.csv"))
+    rows = rows_of("nalm/results.csv", "")  # `nalm.judged` of the file
     expected = nalm.summary_text(rows, nalm.not_yet_run(rows)) + "\n"
     assert (RESULTS / "nalm" / "summary.md").read_text(encoding="utf-8") == expected
     import held
@@ -2086,7 +2093,7 @@ def test_the_gpu_speed_table_is_what_gpu_speed_py_writes_today():
 
 
 def test_the_papers_summary_is_what_paper_py_writes_today():
-    results = paper.load_tables([RESULTS / "paper" / "results.csv", *paper.REUSE])
+    results = rows_of(JOINED, "")  # paper.py's own `load_tables` call
     expected = paper.summary_text(results, list(paper.PARTS))
     assert (RESULTS / "paper" / "summary.md").read_text(encoding="utf-8") == expected
 
@@ -2094,7 +2101,7 @@ def test_the_papers_summary_is_what_paper_py_writes_today():
 def test_the_papers_summary_drops_no_row_silently():
     """A configuration and seed on two engines is a row per engine; the
     committed files hold no run twice, so nothing is left out."""
-    results = paper.load_tables([RESULTS / "paper" / "results.csv", *paper.REUSE])
+    results = rows_of(JOINED, "")
     assert results.attrs["dropped"] == []
     engines = results.groupby(["config_id", "seed"])["engine"].nunique()
     assert (engines > 1).any()  # the Fig. 3 and Linear − rows of both engines

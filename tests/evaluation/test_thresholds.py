@@ -200,8 +200,9 @@ def test_single_module_and_two_layer_thresholds_are_cached_apart(tmp_path, monke
     assert single_module_threshold(task, samples=20_000) == single
 
 
-def _tensorflow_drawn(task, rule):
-    """The threshold with the inputs drawn by TensorFlow's sampler (`sample`)."""
+def _tensorflow_drawn(task, rule, samples=None):
+    """The threshold with the inputs drawn by TensorFlow's sampler (`sample`),
+    from `samples` draws (by default the simulation's own count)."""
     from keras_nalu.evaluation import thresholds
 
     simulate = {
@@ -217,7 +218,8 @@ def _tensorflow_drawn(task, rule):
             x, t = task.sample(n, which, seed)
             return np.asarray(x), np.asarray(t)
 
-    return simulate(TensorFlowDrawn())
+    counts = {} if samples is None else {"samples": samples}
+    return simulate(TensorFlowDrawn(), **counts)
 
 
 @requires_tensorflow
@@ -240,17 +242,20 @@ def _tensorflow_drawn(task, rule):
 )
 def test_the_numpy_draw_gives_the_tensorflow_drawn_threshold(task, rule):
     """Thresholds are simulated without TensorFlow since this package's NumPy
-    sampler draws TensorFlow's numbers: the two estimates from 10⁶ draws agree
-    to float64 rounding (1e-12 relative), far inside their simulation error
-    (about 10⁻³ of the threshold)."""
+    sampler draws TensorFlow's numbers: the two estimates agree to float64
+    rounding (1e-12 relative), far inside their simulation error (about 10⁻³
+    of the threshold). Their draws are two full chunks and a partial one, each
+    chunk drawn with its own seed; the whole default count of 10⁶ is compared
+    for the route's task below."""
     from keras_nalu.evaluation import thresholds
 
     simulate = {
         "two_layer": thresholds.simulate_threshold,
         "single_module": thresholds.simulate_single_module_threshold,
     }[rule]
-    numpy_drawn = simulate(task)
-    tensorflow_drawn = _tensorflow_drawn(task, rule)
+    samples = 2 * thresholds.SIMULATION_CHUNK + thresholds.SIMULATION_CHUNK // 2
+    numpy_drawn = simulate(task, samples=samples)
+    tensorflow_drawn = _tensorflow_drawn(task, rule, samples)
     assert numpy_drawn == pytest.approx(tensorflow_drawn, rel=1e-12)
 
 
@@ -300,6 +305,8 @@ def test_a_test_session_leaves_the_users_cache_alone(tmp_path):
     # and a KERAS_NALU_CACHE_DIR of a user: the threshold goes to the
     # session's own folder, which its worker and the commands it starts
     # share, and which is gone afterwards; neither of the user's is made.
+    # The cache is the backend's no business: Keras' NumPy backend spares the
+    # two processes an import of TensorFlow, JAX or PyTorch.
     import os
     import subprocess
 
@@ -311,6 +318,7 @@ def test_a_test_session_leaves_the_users_cache_alone(tmp_path):
         **os.environ,
         "HOME": str(home),
         "KERAS_NALU_CACHE_DIR": str(users),
+        "KERAS_BACKEND": "numpy",
         "PYTHONPATH": str(root),
         "TF_CPP_MIN_LOG_LEVEL": "3",
     }
