@@ -23,8 +23,10 @@ def local_ray(monkeypatch):
     # otherwise, and writes a token to ~/.ray/auth_token; this process read
     # its authentication mode when it imported Ray, so it stays off here.
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    # One CPU: one worker process (one import of Keras and TensorFlow) takes
+    # the chunks in turn.
     ray.init(
-        num_cpus=2,
+        num_cpus=1,
         include_dashboard=False,
         log_to_driver=False,
         configure_logging=False,
