@@ -18,7 +18,7 @@ export NO_MKDOCS_2_WARNING ?= 1
 unexport PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX ?= $(CURDIR)/build/pycache
 
-.PHONY: train test test-without-tensorflow test-slow docs docs-serve wheel-check clean bench-speed bench-table2 bench-table6 bench-fig3 bench-gates bench-mnist
+.PHONY: train environments test test-without-tensorflow test-slow docs docs-serve wheel-check clean bench-speed bench-table2 bench-table6 bench-fig3 bench-gates bench-mnist
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -42,7 +42,12 @@ CORE_TESTS := tests/layers tests/callbacks tests/test_constraints.py \
 	tests/test_initializers.py tests/test_learning.py tests/test_ops.py \
 	tests/regularizers tests/test_serialization.py
 
-test: $(STAMP)
+# Both environments at once: pip installs on one core, and the second
+# environment does not need the first.
+environments:
+	$(MAKE) --jobs=2 --output-sync=target $(STAMP) $(NO_TF_STAMP)
+
+test: environments
 	$(BIN)/ruff check keras_nalu tests examples benchmarks docs
 	$(BIN)/mkdocs build --strict --quiet
 	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -n 2 --durations=15 -q
@@ -65,14 +70,20 @@ test: $(STAMP)
 # cache; tests/route_without_tensorflow.py runs train, sweep, summarize,
 # plot, progress, explain and the benchmarks there, at a tiny budget.
 NO_TF := build/without-tensorflow
-test-without-tensorflow: $(STAMP)
-	rm -rf $(NO_TF)
+NO_TF_STAMP := $(NO_TF)/venv/.installed
+
+$(NO_TF_STAMP): pyproject.toml setup.py
+	rm -rf $(NO_TF)/venv
 	$(PYTHON) -m venv $(NO_TF)/venv
 	$(NO_TF)/venv/bin/pip install --quiet --upgrade pip
-	$(BIN)/python tests/route_without_tensorflow.py --requirements \
+	$(PYTHON) tests/route_without_tensorflow.py --requirements \
 	    > $(NO_TF)/requirements.txt
 	$(NO_TF)/venv/bin/pip install --quiet --no-compile -r $(NO_TF)/requirements.txt
-	$(NO_TF)/venv/bin/pip install --quiet --no-compile --no-deps .
+	touch $@
+
+test-without-tensorflow: $(NO_TF_STAMP)
+	$(NO_TF)/venv/bin/pip install --quiet --no-compile --no-deps --force-reinstall .
+	rm -rf $(NO_TF)/cache
 	mkdir -p $(NO_TF)/cache
 	env -u PYTHONPATH KERAS_BACKEND=jax KERAS_NALU_CACHE_DIR=$(CURDIR)/$(NO_TF)/cache \
 	    $(NO_TF)/venv/bin/python -m pytest -q -n 2 -p no:cacheprovider \
@@ -86,20 +97,21 @@ docs-serve: $(STAMP)
 	$(BIN)/mkdocs serve
 
 # Builds the wheel and the sdist, checks their metadata (twine), installs the
-# wheel alone (--no-deps) into a new venv that reuses .venv's packages, and runs
-# its `keras-nalu` entry point outside the source tree. This checks the wheel's
-# contents and entry point without reinstalling TensorFlow.
+# wheel alone (--no-deps, with .venv's pip) into a new venv that reuses .venv's
+# packages, and runs its `keras-nalu` entry point outside the source tree.
+# This checks the wheel's contents and entry point without reinstalling
+# TensorFlow; the package is found in the new venv, not the source tree.
 WHEEL_CHECK := build/wheel-check
 wheel-check: $(STAMP)
 	rm -rf dist $(WHEEL_CHECK)
 	$(BIN)/python -m build --outdir dist . > /dev/null
 	$(BIN)/twine check --strict dist/*
-	$(BIN)/python -m venv $(WHEEL_CHECK)/venv
+	$(BIN)/python -m venv --without-pip $(WHEEL_CHECK)/venv
 	$(BIN)/python -c "import site; print(site.getsitepackages()[0])" \
 	    > "$$($(WHEEL_CHECK)/venv/bin/python -c 'import site; print(site.getsitepackages()[0])')/shared.pth"
-	$(WHEEL_CHECK)/venv/bin/python -m pip install --quiet --no-deps dist/*.whl
+	$(BIN)/pip --python $(WHEEL_CHECK)/venv/bin/python install --quiet --no-deps dist/*.whl
 	cd $(WHEEL_CHECK) && env -u PYTHONPATH venv/bin/python -c \
-	    "import keras_nalu, sys; assert '/wheel-check/venv/' in keras_nalu.__file__, keras_nalu.__file__; print('keras_nalu', keras_nalu.__version__, 'from', keras_nalu.__file__)"
+	    "from importlib import metadata, util; found = util.find_spec('keras_nalu').origin; assert '/wheel-check/venv/' in found, found; print('keras_nalu', metadata.version('keras-arithmetic-units'), 'from', found)"
 	cd $(WHEEL_CHECK) && env -u PYTHONPATH venv/bin/keras-nalu train --iterations 2000
 
 test-slow: $(STAMP)
