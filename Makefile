@@ -58,10 +58,6 @@ test: environments
 	KERAS_BACKEND=jax $(BIN)/python -m pytest -n 2 -q tests/sweeps/test_cluster.py \
 		$(CORE_TESTS) tests/sweeps/test_jax_engine.py \
 		tests/sweeps/test_seeding.py tests/sweeps/test_filling.py
-	# In a process of its own: after other JAX tests in the same worker, an
-	# evaluation's MSE has differed from the reference's by 5e-9 relative
-	# (its bound is 1e-9), the steps themselves still equal.
-	KERAS_BACKEND=jax $(BIN)/python -m pytest -n 2 -q tests/sweeps/test_reference.py
 	$(MAKE) test-without-tensorflow
 	KERAS_BACKEND=torch OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 -q $(CORE_TESTS)
 	$(MAKE) wheel-check
@@ -71,6 +67,10 @@ test: environments
 # extra), the package itself installed with --no-deps, an empty threshold
 # cache; tests/route_without_tensorflow.py runs train, sweep, summarize,
 # plot, progress, explain and the benchmarks there, at a tiny budget.
+# tests/sweeps/test_reference.py (JAX alone) runs there too, away from the
+# JAX pass: after other JAX tests in the same worker, an evaluation's MSE has
+# differed from the reference's by 5e-9 relative (its bound is 1e-9), the
+# steps themselves still equal; the route's tests train in subprocesses.
 NO_TF := build/without-tensorflow
 NO_TF_STAMP := $(NO_TF)/venv/.installed
 
@@ -89,7 +89,7 @@ test-without-tensorflow: $(NO_TF_STAMP)
 	mkdir -p $(NO_TF)/cache
 	env -u PYTHONPATH KERAS_BACKEND=jax KERAS_NALU_CACHE_DIR=$(CURDIR)/$(NO_TF)/cache \
 	    $(NO_TF)/venv/bin/python -m pytest -q -n 2 -p no:cacheprovider \
-	    --durations=5 tests/route_without_tensorflow.py
+	    --durations=5 tests/route_without_tensorflow.py tests/sweeps/test_reference.py
 
 # The docs site (docs/, mkdocs.yml) into site/; --strict fails on a broken link.
 docs: $(STAMP)

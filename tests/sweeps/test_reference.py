@@ -19,7 +19,8 @@ bit for bit against the recorded hashes (`benchmarks/reference/replay.py`):
 - the engine's evaluation of the reference's weights on the reference's
   validation and test sets gives the reference's MSE and its verdict.
 
-These tests run under `KERAS_BACKEND=jax` (the JAX pass of `make test`).
+These tests run under `KERAS_BACKEND=jax`, in `make test`'s environment without
+TensorFlow (`make test-without-tensorflow`).
 """
 
 import sys
