@@ -18,7 +18,7 @@ export NO_MKDOCS_2_WARNING ?= 1
 unexport PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX ?= $(CURDIR)/build/pycache
 
-.PHONY: train environments test test-without-tensorflow test-slow docs docs-serve wheel-check clean bench-speed bench-table2 bench-table6 bench-fig3 bench-gates bench-mnist
+.PHONY: train environments test test-pytorch test-without-tensorflow test-slow docs docs-serve wheel-check clean bench-speed bench-table2 bench-table6 bench-fig3 bench-gates bench-mnist
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -59,8 +59,11 @@ test: environments
 		$(CORE_TESTS) tests/sweeps/test_jax_engine.py \
 		tests/sweeps/test_seeding.py tests/sweeps/test_filling.py
 	$(MAKE) test-without-tensorflow
+	# The wheel check trains on one core: beside the PyTorch pass.
+	$(MAKE) --jobs=2 --output-sync=target test-pytorch wheel-check
+
+test-pytorch: $(STAMP)
 	KERAS_BACKEND=torch OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 -q $(CORE_TESTS)
-	$(MAKE) wheel-check
 
 # The route of a GPU machine that has JAX and no TensorFlow: a second
 # environment with the package's dependencies minus TensorFlow (and JAX's
