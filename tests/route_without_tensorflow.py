@@ -91,6 +91,120 @@ def _read_csv(path):
     return pd.read_csv(path)
 
 
+# The longest tests first (in this order, ~41, 32, 26, 26 and 19 s on the 2-core
+# CPU): the two test workers share them, and the short ones fill in at the end.
+def test_sweep_summarize_plot_progress_and_a_backup(tmp_path):
+    results = tmp_path / "sub.csv"
+    # KERAS_BACKEND unset: Keras would fall back to TensorFlow; the command
+    # picks JAX
+    sweep = ["sweep", *SUB, "--seeds", "0-2", "--results", results, "--quiet"]
+    keras_nalu(*sweep, cwd=tmp_path, backend=None)
+    rows = _read_csv(results)
+    assert list(rows["seed"]) == [0, 1, 2] and set(rows["engine"]) == {"jax"}
+    assert (abs(rows["threshold"] - SUB_THRESHOLD) <= SUB_STANDARD_ERROR).all()
+    summary = keras_nalu("summarize", results, cwd=tmp_path)
+    assert "| sub | nau | jax | 3 |" in summary.stdout
+    keras_nalu(
+        "plot", results, "--x", "input_size", "--out", tmp_path / "p.png", cwd=tmp_path
+    )
+    assert (tmp_path / "p.png").stat().st_size > 0
+    # a sweep stopped at its time limit leaves a backup; progress reads it
+    # and the same sweep continues it
+    script = (
+        "import sys\n"
+        "from keras_nalu.experiments import ExperimentConfig\n"
+        "from keras_nalu.sweeps.runner import run_sweep\n"
+        "config = ExperimentConfig(model='nau', operation='sub', input_size=21,\n"
+        "    iterations=3000)\n"
+        "outcome = run_sweep([config], '0-1', sys.argv[1], progress=False,\n"
+        "    time_limit=float(sys.argv[2]), backup_every=0)\n"
+        "print(outcome.complete, outcome.new_rows)\n"
+    )
+    stopped = tmp_path / "stopped.csv"
+    done = run(sys.executable, "-c", script, stopped, "0", cwd=tmp_path)
+    assert done.stdout.split() == ["False", "0"]
+    progress = keras_nalu("progress", stopped, cwd=tmp_path)
+    assert "step 1000 of 3000" in progress.stdout or "1,000" in progress.stdout
+    done = run(sys.executable, "-c", script, stopped, "600", cwd=tmp_path)
+    assert done.stdout.split() == ["True", "2"]
+
+
+def test_gpu_probe_measures_packed_chunks_and_processes(tmp_path):
+    out, committed = tmp_path / "out", tmp_path / "committed"
+    committed.mkdir()  # nothing committed: the probe starts Table 1
+    command = ["bash", BENCHMARKS / "gpu_probe.sh", out, 400, "--only", "table1"]
+    command += ["--models", "nac_mul,nmu", "--seeds", "0-1"]
+    command += ["--iterations", "1000000"]
+    run(
+        *command,
+        cwd=tmp_path,
+        PYTHON=sys.executable,
+        RESUME=str(committed),
+        PROBE_SETTINGS="packed,processes",
+        PROBE_SLICE="2",
+        PROBE_STARTUP="120",  # a process on a loaded 2-core machine, and more
+        PROBE_TRAIN_ON="2",
+        PROBE_CHECK="0",  # test_gpu_probe.py checks it; minutes more here
+    )
+    probe = json.loads((out / "probe.json").read_text())
+    measured = {row["setting"]: row for row in probe["settings"]}
+    assert measured["packed"]["runs"] == measured["processes"]["runs"] == 4
+    (call,) = probe["calls"]
+    assert call["trained_on"]["seed_steps"] > 0 and not call["failed"]
+    assert "trained on" in (out / "probe.md").read_text()
+    assert (out / "backups.tar").is_file()
+
+
+def test_paper_full_plans_chunks_that_finish_then_summarizes(tmp_path):
+    command = [sys.executable, BENCHMARKS / "paper.py", "--only", "table2"]
+    command += ["--models", "nau", "--iterations", "2000", "--seeds", "0-1"]
+    command += ["--reuse", "", "--out", tmp_path]
+    done = run(*command, "--full", "--time-limit", "240", cwd=tmp_path)
+    assert "chunk done: 4 runs of nau" in done.stdout  # + and −, 2 seeds each
+    assert "Stopped" not in done.stdout
+    assert len(_read_csv(tmp_path / "results.csv")) == 4
+    summary = run(*command, "--summarize", cwd=tmp_path)
+    assert "| add | nau | 2·10³ | 2 |" in summary.stdout
+
+
+def test_speed_benchmark_at_a_tiny_size(tmp_path):
+    out = tmp_path / "speed.json"
+    command = [sys.executable, BENCHMARKS / "speed.py", "--engines", "jax"]
+    command += ["--replicas", "1,4", "--steps", "1000", "--warmup", "1000"]
+    command += ["--seed-steps", "1000", "--repeats", "1", "--out", out]
+    done = run(*command, cwd=tmp_path)
+    rows = json.loads(out.read_text())["rows"]
+    # at this size the rates are noise; the rows and the table are the point
+    assert [(row["engine"], row["replicas"]) for row in rows] == [
+        ("jax", 1),
+        ("jax", 4),
+    ]
+    assert all(row["device"] == "CPU" for row in rows)
+    assert "| jax | 4 | CPU |" in done.stdout
+
+
+def test_train_explain_and_the_export_that_needs_tensorflow(tmp_path):
+    arguments = ["train", "--model", "nau", "--operation", "add"]
+    arguments += ["--input-size", "14", "--iterations", "2000", "--quiet"]
+    arguments += ["--output-dir", tmp_path / "runs"]
+    refused = keras_nalu(*arguments, cwd=tmp_path, check=False)
+    assert refused.returncode == 2
+    (line,) = refused.stderr.strip().splitlines()
+    assert "SavedModel export needs tensorflow" in line and "--no-export" in line
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+    keras_nalu(*arguments, "--no-export", cwd=tmp_path)
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    record = json.loads((run_dir / "result.json").read_text())
+    assert record["threshold"] > 0 and record["iterations"] == 2000
+    assert record["config"]["input_size"] == 14
+    explained = keras_nalu("explain", run_dir / "model.keras", cwd=tmp_path)
+    # Unsolved in 2,000 steps, it may compute no formula: explain says what
+    # train recorded, either way.
+    printed = record["formula"] or record["formula_error"]
+    assert explained.stdout.strip() == printed
+    assert printed.startswith(("y = ", "no formula: "))
+
+
 def test_tensorflow_is_not_installed_and_the_cache_is_this_runs_own():
     import importlib.util
 
@@ -129,76 +243,6 @@ def test_train_replicas_simulates_the_threshold_without_tensorflow(tmp_path):
         assert abs(threshold - SUB_THRESHOLD) <= SUB_STANDARD_ERROR
 
 
-def test_sweep_summarize_plot_progress_and_a_backup(tmp_path):
-    results = tmp_path / "sub.csv"
-    # KERAS_BACKEND unset: Keras would fall back to TensorFlow; the command
-    # picks JAX
-    sweep = ["sweep", *SUB, "--seeds", "0-2", "--results", results, "--quiet"]
-    keras_nalu(*sweep, cwd=tmp_path, backend=None)
-    rows = _read_csv(results)
-    assert list(rows["seed"]) == [0, 1, 2] and set(rows["engine"]) == {"jax"}
-    assert (abs(rows["threshold"] - SUB_THRESHOLD) <= SUB_STANDARD_ERROR).all()
-    summary = keras_nalu("summarize", results, cwd=tmp_path)
-    assert "| sub | nau | jax | 3 |" in summary.stdout
-    keras_nalu(
-        "plot", results, "--x", "input_size", "--out", tmp_path / "p.png", cwd=tmp_path
-    )
-    assert (tmp_path / "p.png").stat().st_size > 0
-    # a sweep stopped at its time limit leaves a backup; progress reads it
-    # and the same sweep continues it
-    script = (
-        "import sys\n"
-        "from keras_nalu.experiments import ExperimentConfig\n"
-        "from keras_nalu.sweeps.runner import run_sweep\n"
-        "config = ExperimentConfig(model='nau', operation='sub', input_size=21,\n"
-        "    iterations=3000)\n"
-        "outcome = run_sweep([config], '0-1', sys.argv[1], progress=False,\n"
-        "    time_limit=float(sys.argv[2]), backup_every=0)\n"
-        "print(outcome.complete, outcome.new_rows)\n"
-    )
-    stopped = tmp_path / "stopped.csv"
-    done = run(sys.executable, "-c", script, stopped, "0", cwd=tmp_path)
-    assert done.stdout.split() == ["False", "0"]
-    progress = keras_nalu("progress", stopped, cwd=tmp_path)
-    assert "step 1000 of 3000" in progress.stdout or "1,000" in progress.stdout
-    done = run(sys.executable, "-c", script, stopped, "600", cwd=tmp_path)
-    assert done.stdout.split() == ["True", "2"]
-
-
-def test_train_explain_and_the_export_that_needs_tensorflow(tmp_path):
-    arguments = ["train", "--model", "nau", "--operation", "add"]
-    arguments += ["--input-size", "14", "--iterations", "2000", "--quiet"]
-    arguments += ["--output-dir", tmp_path / "runs"]
-    refused = keras_nalu(*arguments, cwd=tmp_path, check=False)
-    assert refused.returncode == 2
-    (line,) = refused.stderr.strip().splitlines()
-    assert "SavedModel export needs tensorflow" in line and "--no-export" in line
-    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
-    keras_nalu(*arguments, "--no-export", cwd=tmp_path)
-    (run_dir,) = (tmp_path / "runs").iterdir()
-    record = json.loads((run_dir / "result.json").read_text())
-    assert record["threshold"] > 0 and record["iterations"] == 2000
-    assert record["config"]["input_size"] == 14
-    explained = keras_nalu("explain", run_dir / "model.keras", cwd=tmp_path)
-    # Unsolved in 2,000 steps, it may compute no formula: explain says what
-    # train recorded, either way.
-    printed = record["formula"] or record["formula_error"]
-    assert explained.stdout.strip() == printed
-    assert printed.startswith(("y = ", "no formula: "))
-
-
-def test_paper_full_plans_chunks_that_finish_then_summarizes(tmp_path):
-    command = [sys.executable, BENCHMARKS / "paper.py", "--only", "table2"]
-    command += ["--models", "nau", "--iterations", "2000", "--seeds", "0-1"]
-    command += ["--reuse", "", "--out", tmp_path]
-    done = run(*command, "--full", "--time-limit", "240", cwd=tmp_path)
-    assert "chunk done: 4 runs of nau" in done.stdout  # + and −, 2 seeds each
-    assert "Stopped" not in done.stdout
-    assert len(_read_csv(tmp_path / "results.csv")) == 4
-    summary = run(*command, "--summarize", cwd=tmp_path)
-    assert "| add | nau | 2·10³ | 2 |" in summary.stdout
-
-
 def test_nalm_benchmark_trains_and_summarizes(tmp_path):
     command = [sys.executable, BENCHMARKS / "nalm.py", "--inputs", "2"]
     command += ["--units", "nau", "--operations", "sub", "--ranges", "6"]
@@ -208,48 +252,6 @@ def test_nalm_benchmark_trains_and_summarizes(tmp_path):
     assert len(rows) == 2 and set(rows["model"]) == {"single_nau"}
     summary = run(*command, "--summarize", cwd=tmp_path)
     assert "| 2 | − | nau | 1,000 | 1 | 2 |" in summary.stdout
-
-
-def test_speed_benchmark_at_a_tiny_size(tmp_path):
-    out = tmp_path / "speed.json"
-    command = [sys.executable, BENCHMARKS / "speed.py", "--engines", "jax"]
-    command += ["--replicas", "1,4", "--steps", "1000", "--warmup", "1000"]
-    command += ["--seed-steps", "1000", "--repeats", "1", "--out", out]
-    done = run(*command, cwd=tmp_path)
-    rows = json.loads(out.read_text())["rows"]
-    # at this size the rates are noise; the rows and the table are the point
-    assert [(row["engine"], row["replicas"]) for row in rows] == [
-        ("jax", 1),
-        ("jax", 4),
-    ]
-    assert all(row["device"] == "CPU" for row in rows)
-    assert "| jax | 4 | CPU |" in done.stdout
-
-
-def test_gpu_probe_measures_packed_chunks_and_processes(tmp_path):
-    out, committed = tmp_path / "out", tmp_path / "committed"
-    committed.mkdir()  # nothing committed: the probe starts Table 1
-    command = ["bash", BENCHMARKS / "gpu_probe.sh", out, 400, "--only", "table1"]
-    command += ["--models", "nac_mul,nmu", "--seeds", "0-1"]
-    command += ["--iterations", "1000000"]
-    run(
-        *command,
-        cwd=tmp_path,
-        PYTHON=sys.executable,
-        RESUME=str(committed),
-        PROBE_SETTINGS="packed,processes",
-        PROBE_SLICE="2",
-        PROBE_STARTUP="120",  # a process on a loaded 2-core machine, and more
-        PROBE_TRAIN_ON="2",
-        PROBE_CHECK="0",  # test_gpu_probe.py checks it; minutes more here
-    )
-    probe = json.loads((out / "probe.json").read_text())
-    measured = {row["setting"]: row for row in probe["settings"]}
-    assert measured["packed"]["runs"] == measured["processes"]["runs"] == 4
-    (call,) = probe["calls"]
-    assert call["trained_on"]["seed_steps"] > 0 and not call["failed"]
-    assert "trained on" in (out / "probe.md").read_text()
-    assert (out / "backups.tar").is_file()
 
 
 if __name__ == "__main__":
