@@ -288,11 +288,11 @@ def test_without_a_bound_there_is_no_verdict(tmp_path, capsys):
     argv += ["--eval-every", "1", "--batch-size", "2", "--eval-batch-size", "2"]
     argv += ["--train-length", "2", "--test-lengths", "1,3", "--quiet"]
     argv += ["--validation-sequences", "2", "--test-sequences", "2"]
-    argv += ["--baseline-seeds", "0", "--seeds", "0,1", "--output-dir", str(out)]
+    argv += ["--baseline-seeds", "0", "--seeds", "0", "--output-dir", str(out)]
     with tfds.testing.mock_data(num_examples=20):
         code = cli.main([*argv, "--data-dir", str(tmp_path / "tfds")])
     assert code == 0, capsys.readouterr().err
     summary = json.loads((out / "mnist-sum.json").read_text())
     assert summary["bound"] is None and summary["success_rate"] is None
-    assert [run["success"] for run in summary["runs"]] == [[None, None]] * 2
+    assert [run["success"] for run in summary["runs"]] == [[None, None]]
     assert not (out / "mnist-sum.png").exists()  # no rates to plot
