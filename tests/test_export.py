@@ -9,29 +9,9 @@ import pytest
 
 from keras_nalu._optional import installed
 from keras_nalu.export import MANIFEST, export_onnx, export_run, export_saved_model
-from keras_nalu.layers import NAU, NMU, NPU, iNALU
+from keras_nalu.layers import DMU, NAU, NMU, NPU, NSR, iNALU
 from tests.backend import BACKEND
 from tests.helpers import run_in_fresh_python
-from tests.serving import serve_in_fresh_process
-
-
-@pytest.mark.skipif(not installed("tensorflow"), reason="needs TensorFlow")
-@pytest.mark.skipif(
-    BACKEND not in ("tensorflow", "jax"), reason=f"not tested on {BACKEND}"
-)
-def test_exported_model_serves_with_tensorflow_alone(tmp_path):
-    keras.utils.set_random_seed(0)
-    model = keras.Sequential([keras.Input((3,)), NAU(2), NMU(1)])
-    x = np.random.default_rng(0).uniform(-2.0, 2.0, (6, 3)).astype("float32")
-    path = export_saved_model(model, tmp_path, "nau_nmu", manifest={"task": "mul"})
-    assert path == tmp_path / "nau_nmu" / "1"
-    served = serve_in_fresh_process(path, x, tmp_path)
-    np.testing.assert_allclose(served, model.predict(x, verbose=0), rtol=1e-6)
-    manifest = json.loads((tmp_path / "nau_nmu" / MANIFEST).read_text())
-    assert manifest["latest"] == 1
-    assert manifest["versions"]["1"]["task"] == "mul"
-    assert manifest["versions"]["1"]["input_shape"] == [None, 3]
-
 
 # Exports a NAU -> NMU model of input width 10 to argv[1] on this process's
 # backend (KERAS_BACKEND).
@@ -45,15 +25,19 @@ model = keras.Sequential([keras.Input((10,)), NAU(2), NMU(1)])
 print(export_saved_model(model, sys.argv[1], "nau_nmu"))
 """
 
-# Calls the signature of each SavedModel in argv[1:] with TensorFlow alone: an
-# empty batch, and a batch of width 7 instead of 10.
-_SERVE_BAD_INPUT = r"""
+# Calls the signature of each SavedModel in argv[2:] with TensorFlow alone
+# (keras_nalu never imported): the batch saved in argv[1] (its outputs saved
+# next to it, one file per SavedModel), an empty batch, and a batch of width 7
+# instead of 10.
+_SERVE = r"""
 import json, sys
 import numpy as np
 import tensorflow as tf
-answers = []
-for path in sys.argv[1:]:
+x, answers = np.load(sys.argv[1]), []
+for index, path in enumerate(sys.argv[2:]):
     served = tf.saved_model.load(path).signatures["serving_default"]
+    (value,) = served(tf.constant(x)).values()
+    np.save(f"{sys.argv[1]}.{index}.npy", value.numpy())
     (empty,) = served(tf.constant(np.ones((0, 10), np.float32))).values()
     try:
         served(tf.constant(np.ones((2, 7), np.float32)))
@@ -61,6 +45,7 @@ for path in sys.argv[1:]:
     except tf.errors.InvalidArgumentError as failure:
         error = failure.message
     answers.append({"empty": empty.shape.as_list(), "error": error})
+assert not any(name.startswith("keras_nalu") for name in sys.modules)
 print(json.dumps(answers))
 """
 
@@ -69,30 +54,41 @@ print(json.dumps(answers))
 @pytest.mark.skipif(
     BACKEND not in ("tensorflow", "jax"), reason=f"not tested on {BACKEND}"
 )
-def test_both_exports_check_the_width_and_serve_an_empty_batch(tmp_path):
-    """The export of the JAX backend serves as TensorFlow's: same check, same
-    message, the empty batch served (JAX's is written in a fresh process in
-    the TensorFlow pass of the tests, and in this one in the JAX pass)."""
+def test_exported_model_serves_with_tensorflow_alone(tmp_path):
+    """One TensorFlow-only process serves the export of this backend, and in
+    the TensorFlow pass also one of the JAX backend (written in a fresh
+    process; in the JAX pass it is this one): the outputs, the same width
+    check and message, the empty batch served."""
     keras.utils.set_random_seed(0)
     model = keras.Sequential([keras.Input((10,)), NAU(2), NMU(1)])
-    paths = [export_saved_model(model, tmp_path / BACKEND, "nau_nmu")]
+    x = np.random.default_rng(0).uniform(-2.0, 2.0, (6, 10)).astype("float32")
+    path = export_saved_model(model, tmp_path, "nau_nmu", manifest={"task": "mul"})
+    assert path == tmp_path / "nau_nmu" / "1"
+    paths = [path]
     if BACKEND == "tensorflow":
         jax = run_in_fresh_python(
             _EXPORT, tmp_path / "jax", env={"KERAS_BACKEND": "jax"}
         )
         paths.append(jax.strip().splitlines()[-1])
+    np.save(tmp_path / "x.npy", x)
     answers = json.loads(
-        run_in_fresh_python(_SERVE_BAD_INPUT, *paths).strip().splitlines()[-1]
+        run_in_fresh_python(_SERVE, tmp_path / "x.npy", *paths).strip().splitlines()[-1]
     )
+    served = np.load(tmp_path / "x.npy.0.npy")
+    np.testing.assert_allclose(served, model.predict(x, verbose=0), rtol=1e-6)
+    manifest = json.loads((tmp_path / "nau_nmu" / MANIFEST).read_text())
+    assert manifest["latest"] == 1
+    assert manifest["versions"]["1"]["task"] == "mul"
+    assert manifest["versions"]["1"]["input_shape"] == [None, 10]
     assert len(answers) == len(paths)
-    for served in answers:
-        assert served["empty"] == [0, 1]
+    for answer in answers:
+        assert answer["empty"] == [0, 1]
         assert (
             "assertion failed: [serving_default expects inputs of shape (batch, 10): "
             "10 float32 numbers per example. Send 10 numbers per example.]"
-        ) in served["error"]
+        ) in answer["error"]
         # TensorFlow's few lines around it, not a dump of the converted module
-        assert len(served["error"]) < 1000 and "refinement" not in served["error"]
+        assert len(answer["error"]) < 1000 and "refinement" not in answer["error"]
 
 
 @pytest.mark.skipif(
@@ -125,8 +121,11 @@ def test_onnx_export_serves_the_same_outputs(tmp_path):
     keras.utils.set_random_seed(0)
     inputs = keras.Input((3,))
     hidden = NAU(2)(inputs)
-    outputs = keras.layers.Concatenate()([NMU(1)(hidden), iNALU(1)(hidden)])
-    model = keras.Model(inputs, keras.layers.Concatenate()([outputs, NPU(1)(inputs)]))
+    outputs = [NMU(1)(hidden), iNALU(1)(hidden), NPU(1)(inputs)]
+    # The DMU's one-hot gate at inference and the NSR's soft selections too:
+    # one export covers every unit with a path of its own.
+    outputs += [DMU(2, initialization="sub")(inputs), NSR(2, redundancy=2)(inputs)]
+    model = keras.Model(inputs, keras.layers.Concatenate()(outputs))
     x = np.random.default_rng(0).uniform(-2.0, 2.0, (6, 3)).astype("float32")
     path = export_onnx(model, tmp_path, "units", manifest={"task": "mul"})
     assert path == tmp_path / "units" / "1" / "model.onnx"

@@ -2,9 +2,9 @@
 
 Two trained models, a NAU→NMU stack and a block of every NAC-family unit
 (NALU shared / separate with gate bias, NAC, NAC•), are saved once per test
-session worker; a fresh interpreter then loads the `.keras` files (importing
-only `keras_nalu`), and another loads the exported SavedModels with
-TensorFlow alone.
+session worker; one fresh interpreter then loads the exported SavedModels
+with TensorFlow alone, fails to load a `.keras` file before `import
+keras_nalu`, and loads the `.keras` files after it.
 """
 
 import json
@@ -95,16 +95,39 @@ def saved(tmp_path_factory):
     return directory, record
 
 
-KERAS_LOAD = """
-import json, sys
+# One fresh interpreter, in three stages: where asked (argv[2] == "1") it
+# loads the exported SavedModels with TensorFlow alone and lists the modules
+# named "nalu" then in memory; it loads a `.keras` file before `import
+# keras_nalu`; then it imports `keras_nalu` alone and loads the `.keras` files.
+FRESH = """
+import json, re, sys
 import numpy as np
+
+directory, saved_models, names = sys.argv[1], sys.argv[2] == "1", sys.argv[3:]
+report = {}
+if saved_models:
+    import tensorflow as tf
+
+    x = tf.constant(np.load(f"{directory}/x.npy"))
+    for name in names:
+        loaded = tf.saved_model.load(f"{directory}/{name}_export")
+        np.save(f"{directory}/{name}_serve.npy", loaded.serve(x).numpy())
+        (output,) = loaded.signatures["serving_default"](x).values()
+        np.save(f"{directory}/{name}_signature.npy", output.numpy())
+    report["saved_model_modules"] = sorted(m for m in sys.modules if "nalu" in m)
+
 import keras
+
+try:
+    keras.saving.load_model(f"{directory}/nau_nmu.keras")
+except TypeError as error:
+    found = re.search("Could not locate class '[^']*'", str(error))
+    report["without_import"] = found[0]
+
 import keras_nalu
 from keras_nalu.regularizers import find_scheduled_regularizers
 
-directory, names = sys.argv[1], sys.argv[2:]
 x = np.load(f"{directory}/x.npy")
-report = {}
 for name in names:
     model = keras.saving.load_model(f"{directory}/{name}.keras")  # no custom_objects
     np.save(f"{directory}/{name}_keras_fresh.npy", model.predict(x, verbose=0))
@@ -119,41 +142,31 @@ print(json.dumps(report))
 """
 
 
-def test_keras_file_loads_in_a_fresh_process(saved):
+@pytest.fixture(scope="module")
+def fresh(saved):
+    """What the fresh interpreter reports (one start-up for three tests)."""
+    directory, _ = saved
+    saved_models = "1" if BACKEND == "tensorflow" else "0"
+    stdout = run_in_fresh_python(FRESH, directory, saved_models, *MODELS)
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+def test_keras_file_loads_in_a_fresh_process(saved, fresh):
     directory, record = saved
-    stdout = run_in_fresh_python(KERAS_LOAD, directory, *MODELS)
-    report = json.loads(stdout.strip().splitlines()[-1])
     for name, original in record.items():
-        loaded = report[name]
+        loaded = fresh[name]
         assert loaded["layers"] == original["layers"]
         assert any(m.startswith("keras_nalu.layers") for m in loaded["modules"])
         assert loaded["regularizers"] == original["regularizers"]
         assert loaded["iterations"] == original["iterations"] == 12
-        fresh = np.load(directory / f"{name}_keras_fresh.npy")
-        np.testing.assert_array_equal(fresh, original["expected"])
-
-
-SAVED_MODEL_LOAD = """
-import sys
-import numpy as np
-import tensorflow as tf
-
-directory, names = sys.argv[1], sys.argv[2:]
-x = tf.constant(np.load(f"{directory}/x.npy"))
-for name in names:
-    loaded = tf.saved_model.load(f"{directory}/{name}_export")
-    np.save(f"{directory}/{name}_serve.npy", loaded.serve(x).numpy())
-    (output,) = loaded.signatures["serving_default"](x).values()
-    np.save(f"{directory}/{name}_signature.npy", output.numpy())
-print(sorted(module for module in sys.modules if "nalu" in module))
-"""
+        fresh_outputs = np.load(directory / f"{name}_keras_fresh.npy")
+        np.testing.assert_array_equal(fresh_outputs, original["expected"])
 
 
 @requires_tensorflow
-def test_exported_saved_model_serves_without_keras_nalu(saved):
+def test_exported_saved_model_serves_without_keras_nalu(saved, fresh):
     directory, record = saved
-    stdout = run_in_fresh_python(SAVED_MODEL_LOAD, directory, *MODELS)
-    assert stdout.strip().splitlines()[-1] == "[]"  # keras_nalu never imported
+    assert fresh["saved_model_modules"] == []  # keras_nalu never imported
     for name, original in record.items():
         for entry_point in ("serve", "signature"):
             served = np.load(directory / f"{name}_{entry_point}.npy")
@@ -194,23 +207,9 @@ def test_keras_round_trip_of_each_unit(make_unit, tmp_path):
     np.testing.assert_array_equal(loaded.predict(x, verbose=0), expected)
 
 
-KERAS_LOAD_WITHOUT_IMPORT = """
-import re, sys
-import keras
-
-try:
-    keras.saving.load_model(sys.argv[1])
-except TypeError as error:
-    print(re.search("Could not locate class '[^']*'", str(error))[0])
-"""
-
-
-def test_a_keras_file_needs_the_import_that_registers_the_units(saved):
+def test_a_keras_file_needs_the_import_that_registers_the_units(fresh):
     """As the README says: `import keras_nalu` registers; Keras has no other way."""
-    directory, _ = saved
-    path = directory / "nau_nmu.keras"
-    stdout = run_in_fresh_python(KERAS_LOAD_WITHOUT_IMPORT, path)
-    assert stdout.strip().splitlines()[-1] == "Could not locate class 'NAU'"
+    assert fresh["without_import"] == "Could not locate class 'NAU'"
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     assert "in a process that ran `import keras_nalu`, which registers every unit" in (
         readme

@@ -217,7 +217,9 @@ def test_learns_division_of_negative_inputs():
         [keras.Input((2,)), NMRU(1, kernel_regularizer=regularizers.Sparsity(0.1))]
     )
     model.compile(keras.optimizers.Adam(0.05, global_clipnorm=1.0), "mse")
-    model.fit(x, t, batch_size=64, epochs=60, verbose=0)
+    # Seed 1 reaches the bounds below within 6 epochs on TensorFlow, 4 on JAX,
+    # 3 on PyTorch (2-core CPU), and the exact weights by epoch 10.
+    model.fit(x, t, batch_size=64, epochs=15, verbose=0)
     kernel = effective_weights(model.layers[0])
     np.testing.assert_allclose(kernel["kernel"], [[1.0], [0.0]], atol=0.05)
     np.testing.assert_allclose(kernel["reciprocal_kernel"], [[0.0], [1.0]], atol=0.05)
