@@ -64,9 +64,10 @@ def _chunk(model, operation="mul", seeds=(0, 1), **changes):
     return Chunk(dataclasses.replace(config, **changes), tuple(seeds))
 
 
-def test_every_preset_of_the_plan_steps_in_a_pack_as_alone():
-    # The step of each run, packed with the other presets, leaves exactly the
-    # variables its own compiled block leaves (the rows follow from them
+def test_every_preset_and_committed_backup_steps_in_a_pack_as_alone(tmp_path):
+    # The step of each run, packed with the others (each preset of the plan
+    # from its start, each committed backup from its step), leaves exactly
+    # the variables its own compiled block leaves (the rows follow from them
     # through the run's own evaluation, as the tests below check).
     assert len(PLAN_PRESETS) == 16  # Tables 1, 2, 5, 6 and Fig. 3
     operations = ("mul", "add", "sub")
@@ -74,10 +75,15 @@ def test_every_preset_of_the_plan_steps_in_a_pack_as_alone():
         replica_run(_chunk(model, operations[i % 3]).config, [0, 1], history=False)
         for i, model in enumerate(PLAN_PRESETS)
     ]
+    for backup in COMMITTED:
+        chunk, (results,) = _committed_copies(backup, tmp_path, [backup.stem])
+        runs.append(_chunk_run(chunk))
+        assert runs[-1].restore_backup(chunk_backup(results, chunk))
+        assert runs[-1].step > 0
     start = [run.get_state() for run in runs]
     alone = []
     for run in runs:
-        run.train_block(0, 10)
+        run.train_block(run.step, run.step + 10)
         alone.append(run.get_state().variables.flat())
     for run, state in zip(runs, start):
         run.set_state(state)
@@ -155,26 +161,12 @@ def _committed_copies(backup, tmp_path, names):
 
 
 def test_the_committed_backups_the_next_tests_continue_are_there():
-    # The two tests below take their cases from these files: without them,
-    # they would not fail, they would not run.
+    # The packed steps above and the slow test below take cases from these
+    # files: without them, they would not fail, they would leave them out.
     assert COMMITTED, f"no backup in {backup_folder(paper.OUT / 'results.csv')}"
     for backup in COMMITTED:  # a backup of a chunk in training, not a pointer
         state, _ = load_backup_state(backup)
         assert state["engine"] == "jax" and state["step"] > 0, backup
-
-
-@pytest.mark.parametrize("backup", COMMITTED, ids=lambda path: path.name)
-def test_a_committed_backup_steps_in_a_pack_as_alone(backup, tmp_path):
-    chunk, (results,) = _committed_copies(backup, tmp_path, ["copy"])
-    alone, packed = (_chunk_run(chunk) for _ in range(2))
-    for run in (alone, packed):
-        assert run.restore_backup(chunk_backup(results, chunk))
-    other = replica_run(_chunk("nau", "add").config, [0])
-    alone.train_block(alone.step, alone.step + 10)
-    JaxReplicaRun.train_together([packed, other], 10, {})
-    arrays = (run.get_state().variables.flat() for run in (alone, packed))
-    for a, b in zip(*arrays, strict=True):
-        np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.slow

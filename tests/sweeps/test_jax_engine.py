@@ -35,6 +35,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 if keras.backend.backend() == "jax":
+    import jax
     import jax.numpy as jnp
 
 
@@ -73,6 +74,19 @@ def _assert_same_records(records, expected):
         np.testing.assert_allclose(record["history"], other["history"], rtol=1e-4)
 
 
+def _batch(run, step):
+    """Every replica's batch `step`, drawn by one compiled program (as the
+    compiled steps draw it; op by op, each op would compile its own)."""
+    return jax.jit(run.training_batch)(step)
+
+
+def _batches(run, r, steps):
+    """Replica r's batches of steps 0 … steps - 1, one after the other:
+    `(x [steps·B, I], t [steps·B, 1])` for `model.fit`."""
+    x, t = jax.jit(jax.vmap(run.training_batch))(jnp.arange(steps))
+    return tuple(np.concatenate(np.asarray(a[:, r])) for a in (x, t))
+
+
 def _assert_same_weights(run_a, r_a, run_b, r_b):
     for a, b in zip(run_a.weights(r_a), run_b.weights(r_b)):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
@@ -109,18 +123,50 @@ def test_runs_of_different_tasks_train_together_as_they_train_alone():
         ),
     ]
     batched = batched_run(configs)
-    x, t = batched.training_batch(3)
+    x, t = _batch(batched, 3)
     assert x.shape == (3, 128, 10) and t.shape == (3, 128, 1)
     assert bool(jnp.all(jnp.abs(x[2]) >= 1.0)), "the union's gap is never drawn"
-    records = train_batched(configs, progress=False)
+    batched.train(progress=False)
     for r, config in enumerate(configs):
         alone = replica_run(config, [config.seed])
-        alone_x, alone_t = alone.training_batch(3)
+        alone_x, alone_t = _batch(alone, 3)
         np.testing.assert_array_equal(x[r], alone_x[0])
         np.testing.assert_array_equal(t[r], alone_t[0])
-        _assert_same_records(
-            [records[r]], train_replicas(config, [config.seed], progress=False)
-        )
+        alone.train(progress=False)
+        _assert_same_records([batched.results()[r]], alone.results())
+
+
+class _Traced(JaxReplicaRun):
+    """Counts the traces of its training step (one per compiled program)."""
+
+    traces = 0
+
+    def train_step(self, carry, inputs):
+        type(self).traces += 1
+        return super().train_step(carry, inputs)
+
+
+class _Untraced(JaxReplicaRun):
+    """A class of its own: programs of its own, none shared with `_Traced`."""
+
+
+def test_runs_of_one_recipe_compile_their_steps_once():
+    # As a sweep's chunks of one recipe: other seeds, the same program.
+    config = _config(iterations=200, eval_every=100)
+    first = _Traced(config, [0, 1])
+    first.train(progress=False)
+    traces = _Traced.traces
+    assert traces > 0
+    second = _Traced(config, [2, 3])
+    second.train(progress=False)
+    assert _Traced.traces == traces, "the second chunk compiled its steps again"
+    # ... and drew its own batches: rows as with a program of its own.
+    own = _Untraced(config, [2, 3])
+    own.train(progress=False)
+    assert _without_timing(second.results()) == _without_timing(own.results())
+    for a, b in zip(second.stacked_weights(), own.stacked_weights(), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(first.stacked_weights()[0], own.stacked_weights()[0])
 
 
 def test_batched_runs_must_share_their_recipe():
@@ -131,7 +177,7 @@ def test_batched_runs_must_share_their_recipe():
 def test_targets_are_each_tasks_own():
     config = _config(operation="sub", input_size=20)
     run = replica_run(config, [3, 4])
-    x, t = run.training_batch(0)
+    x, t = _batch(run, 0)
     for r in range(2):
         expected = run.tasks[r].target(np.asarray(x[r]))
         np.testing.assert_allclose(np.asarray(t[r]), expected, rtol=1e-6, atol=1e-5)
@@ -290,10 +336,8 @@ def test_a_replica_trains_as_model_fit_on_the_same_batches(steps_per_execution):
         steps_per_execution=steps_per_execution,
     )
     run = replica_run(config, [7])
-    batches = [run.training_batch(step) for step in range(steps)]
-    run.train(progress=False)
-    x = np.concatenate([np.asarray(b[0][0]) for b in batches])
-    t = np.concatenate([np.asarray(b[1][0]) for b in batches])
+    run.train_block(0, steps)  # the steps alone: no evaluation
+    x, t = _batches(run, 0, steps)
     model, callbacks = build_replica(dataclasses.replace(config, seed=7))
     model.fit(
         x, t, batch_size=128, epochs=1, shuffle=False, callbacks=callbacks, verbose=0
@@ -382,10 +426,8 @@ def test_norm_clipping_is_each_replicas_own(option, monkeypatch):
         model="clipped", iterations=steps, eval_every=steps, learning_rate=0.05
     )
     run = replica_run(config, [7, 8])
-    batches = [run.training_batch(step) for step in range(steps)]
-    run.train(progress=False)
-    x = np.concatenate([np.asarray(b[0][1]) for b in batches])
-    t = np.concatenate([np.asarray(b[1][1]) for b in batches])
+    run.train_block(0, steps)
+    x, t = _batches(run, 1, steps)
     model, _ = build_replica(dataclasses.replace(config, seed=8))
     model.fit(x, t, batch_size=128, epochs=1, shuffle=False, verbose=0)
     for a, b in zip(run.weights(1), model.get_weights()):
@@ -432,10 +474,8 @@ def test_single_module_presets_train_as_model_fit(model, monkeypatch):
         monkeypatch.setitem(presets.PRESETS, model, dataclasses.replace(preset, l1=l1))
     config = _single_module_config(model)
     run = replica_run(config, [3, 8])
-    batches = [run.training_batch(step) for step in range(config.iterations)]
-    run.train(progress=False)
-    x = np.concatenate([np.asarray(b[0][1]) for b in batches])
-    t = np.concatenate([np.asarray(b[1][1]) for b in batches])
+    run.train_block(0, config.iterations)
+    x, t = _batches(run, 1, config.iterations)
     replica, callbacks = build_replica(dataclasses.replace(config, seed=8))
     replica.fit(
         x, t, batch_size=128, epochs=1, shuffle=False, callbacks=callbacks, verbose=0

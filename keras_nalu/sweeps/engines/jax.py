@@ -6,8 +6,12 @@ Keras, not TensorFlow.
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import copy
+import dataclasses
 import functools
+import threading
 
 import jax
 import jax.numpy as jnp
@@ -16,6 +20,7 @@ import numpy as np
 
 from keras_nalu.evaluation.sparsity import distance_to_sparse, effective_weight_tensors
 from keras_nalu.keras_utils import iter_layers
+from keras_nalu.presets import get_preset
 from keras_nalu.sweeps.engines.run import ReplicaRun
 from keras_nalu.sweeps.engines.setup import eval_groups
 from keras_nalu.sweeps.engines.state import EngineState
@@ -33,14 +38,16 @@ def matmul_precision():
     return jax.default_matmul_precision("highest")
 
 
-def _scan_steps(runs, unroll, carries, starts, strengths, steps):
+def _scan_steps(runs, unroll, carries, data, starts, strengths, steps):
     """`steps` steps of every run in one `jax.lax.scan`, each on its own carry,
-    batches and λ(t), as if alone: the runs' carries after."""
+    batches (drawn from its `data`) and λ(t), as if alone: the runs' carries
+    after."""
+    twins = [_drawing_from(run, own) for run, own in zip(runs, data)]
 
     def one_step(carry, inputs):
         return tuple(
             run.train_step(own, own_inputs)[0]
-            for run, own, own_inputs in zip(runs, carry, inputs)
+            for run, own, own_inputs in zip(twins, carry, inputs)
         ), None
 
     inputs = tuple(
@@ -51,12 +58,51 @@ def _scan_steps(runs, unroll, carries, starts, strengths, steps):
     return carries
 
 
+def _drawing_from(run, data):
+    """A shallow copy of `run` whose batches come from `data` (the traced
+    arguments), the run itself untouched (other threads may trace with it)."""
+    twin = copy.copy(run)
+    twin._data = data
+    return twin
+
+
 def _compiled(runs):
     """The program of `_scan_steps` for these runs, compiled once per length."""
     unroll = max(run.unroll for run in runs)
     return jax.jit(
         functools.partial(_scan_steps, tuple(runs), unroll), static_argnames="steps"
     )
+
+
+#: Recipes whose programs the last runs compiled (`_recipe_programs`).
+_PROGRAMS: collections.OrderedDict = collections.OrderedDict()
+_KEPT_PROGRAMS = 8
+_PROGRAMS_LOCK = threading.Lock()
+
+
+def _recipe_programs(run) -> tuple:
+    """The compiled programs (steps, errors, sparsity) of `run`'s kind of run:
+    its class, `unroll`, configs but their seeds, preset as registered now
+    and Keras' precision. Its seeds, data and weights are the programs'
+    arguments, so that the chunks of one recipe compile once, not once per
+    chunk."""
+    preset = get_preset(run.config.model)
+    policy = keras.config.dtype_policy().name
+    key = (type(run), run.unroll, run._operations, repr(preset), policy)
+    key += tuple(
+        dataclasses.astuple(dataclasses.replace(c, seed=0)) for c in run.configs
+    )
+    with _PROGRAMS_LOCK:
+        if key not in _PROGRAMS:
+            _PROGRAMS[key] = (
+                _compiled([run]),
+                jax.jit(run._group_errors),
+                jax.jit(run._replica_sparsity),
+            )
+            while len(_PROGRAMS) > _KEPT_PROGRAMS:
+                _PROGRAMS.popitem(last=False)
+        _PROGRAMS.move_to_end(key)
+        return _PROGRAMS[key]
 
 
 class JaxReplicaRun(ReplicaRun):
@@ -80,22 +126,23 @@ class JaxReplicaRun(ReplicaRun):
         self._strength_variables = [r.current_strength for r in self.setup.regularizers]
         self._build_data()
         self._units = [u for u in iter_layers(self.template) if u is not self.template]
-        self._block_fn = _compiled([self])
-        self._errors_fn = jax.jit(self._group_errors)
-        self._sparsity_fn = jax.jit(self._replica_sparsity)
+        programs = _recipe_programs(self)
+        self._block_fn, self._errors_fn, self._sparsity_fn = programs
 
     def _build_data(self) -> None:
         tasks = self.tasks
-        self._keys = jnp.asarray(
-            np.stack([stream_key(seed, TRAIN_STREAM) for seed in self.seeds])
-        )
+        keys = np.stack([stream_key(seed, TRAIN_STREAM) for seed in self.seeds])
         parts = max(len(t.interpolation_range.parts) for t in tasks)
         tables = [t.interpolation_range.table(parts) for t in tasks]
-        self._tables = tuple(jnp.asarray(np.stack(column)) for column in zip(*tables))
-        self._masks = jnp.asarray(np.stack([t.subset_mask() for t in tasks]))
         self._operations = tuple(sorted({t.operation for t in tasks}))
-        self._operation_index = jnp.asarray(
-            [self._operations.index(t.operation) for t in tasks], jnp.int32
+        operation_index = [self._operations.index(t.operation) for t in tasks]
+        # What draws the batches: each replica's key, range table, subset
+        # mask and operation (arguments of the compiled steps, not constants).
+        self._data = (
+            jnp.asarray(keys),
+            tuple(jnp.asarray(np.stack(column)) for column in zip(*tables)),
+            jnp.asarray(np.stack([t.subset_mask() for t in tasks])),
+            jnp.asarray(operation_index, jnp.int32),
         )
         self._groups = [
             tuple(map(jnp.asarray, (members, *validation, *test)))
@@ -142,7 +189,7 @@ class JaxReplicaRun(ReplicaRun):
         a function of replica r's seed and task only."""
         step = jnp.asarray(step, jnp.int32)
         return jax.vmap(self._replica_batch, in_axes=(0, 0, 0, 0, None))(
-            self._keys, self._tables, self._masks, self._operation_index, step
+            *self._data, step
         )
 
     def train_step(self, carry: EngineState, inputs) -> tuple[EngineState, None]:
@@ -193,6 +240,7 @@ class JaxReplicaRun(ReplicaRun):
         with matmul_precision():
             carries = program(
                 tuple(run.carry for run in runs),
+                tuple(run._data for run in runs),
                 tuple(jnp.asarray(start, jnp.int32) for start in starts),
                 tuple(jnp.asarray(table) for table in strengths),
                 steps=len(strengths[0]),
