@@ -18,7 +18,7 @@ export NO_MKDOCS_2_WARNING ?= 1
 unexport PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX ?= $(CURDIR)/build/pycache
 
-.PHONY: train environments test test-pytorch test-without-tensorflow test-slow docs docs-serve wheel-check clean bench-speed bench-table2 bench-table6 bench-fig3 bench-gates bench-mnist
+.PHONY: train environments test test-pytorch test-without-tensorflow without-tensorflow-package route-without-tensorflow test-slow docs docs-serve wheel-check clean bench-speed bench-table2 bench-table6 bench-fig3 bench-gates bench-mnist
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -58,9 +58,13 @@ test: environments
 	KERAS_BACKEND=jax $(BIN)/python -m pytest -n 2 -q tests/sweeps/test_cluster.py \
 		$(CORE_TESTS) tests/sweeps/test_jax_engine.py \
 		tests/sweeps/test_seeding.py tests/sweeps/test_filling.py
-	$(MAKE) test-without-tensorflow
-	# The wheel check trains on one core: beside the PyTorch pass.
-	$(MAKE) --jobs=2 --output-sync=target test-pytorch wheel-check
+	# The last three side by side (the wheel check trains on one core, and
+	# each pass's start and last tests leave a core idle), once the package
+	# is in the environment without TensorFlow: its build and the wheel
+	# check's both write the source tree's build files.
+	$(MAKE) without-tensorflow-package
+	$(MAKE) --jobs=3 --output-sync=target route-without-tensorflow test-pytorch \
+		wheel-check
 
 test-pytorch: $(STAMP)
 	KERAS_BACKEND=torch OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 -q $(CORE_TESTS)
@@ -86,8 +90,13 @@ $(NO_TF_STAMP): pyproject.toml setup.py
 	$(NO_TF)/venv/bin/pip install --quiet --no-compile -r $(NO_TF)/requirements.txt
 	touch $@
 
-test-without-tensorflow: $(NO_TF_STAMP)
+test-without-tensorflow: without-tensorflow-package
+	$(MAKE) route-without-tensorflow
+
+without-tensorflow-package: $(NO_TF_STAMP)
 	$(NO_TF)/venv/bin/pip install --quiet --no-compile --no-deps --force-reinstall .
+
+route-without-tensorflow:
 	rm -rf $(NO_TF)/cache
 	mkdir -p $(NO_TF)/cache
 	env -u PYTHONPATH KERAS_BACKEND=jax KERAS_NALU_CACHE_DIR=$(CURDIR)/$(NO_TF)/cache \
