@@ -18,7 +18,7 @@ export NO_MKDOCS_2_WARNING ?= 1
 unexport PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX ?= $(CURDIR)/build/pycache
 
-.PHONY: train environments test test-pytorch test-without-tensorflow without-tensorflow-package route-without-tensorflow test-slow docs docs-serve wheel-check clean bench-speed bench-table2 bench-table6 bench-fig3 bench-gates bench-mnist
+.PHONY: train test lint test-pytorch test-without-tensorflow test-slow docs docs-serve wheel-check clean bench-speed bench-table2 bench-table6 bench-fig3 bench-gates bench-mnist
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -44,27 +44,24 @@ CORE_TESTS := tests/test_learning.py tests/layers tests/callbacks \
 	tests/test_export.py tests/test_initializers.py tests/test_ops.py \
 	tests/regularizers tests/test_serialization.py
 
-# Both environments at once: pip installs on one core, and the second
-# environment does not need the first.
-environments:
-	$(MAKE) --jobs=2 --output-sync=target $(STAMP) $(NO_TF_STAMP)
-
-test: environments
-	$(BIN)/ruff check keras_nalu tests examples benchmarks docs
-	$(BIN)/mkdocs build --strict --quiet
+# The environment without TensorFlow is ready a minute or more before .venv
+# (pip installs on one core): its route runs on the other core meanwhile,
+# then the lint and the docs' build once .venv is there. The PyTorch pass
+# and the wheel check run side by side at the end: the wheel check trains on
+# one core, and a pass's start and last tests leave a core idle.
+test:
+	$(MAKE) --jobs=2 --output-sync=target test-without-tensorflow lint
 	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest -n 2 --durations=15 -q
 	# The cluster tests first: their minutes are not left to one worker at
 	# the end while the other has nothing left to run.
 	KERAS_BACKEND=jax $(BIN)/python -m pytest -n 2 -q tests/sweeps/test_cluster.py \
 		$(CORE_TESTS) tests/sweeps/test_jax_engine.py \
 		tests/sweeps/test_seeding.py tests/sweeps/test_filling.py
-	# The last three side by side (the wheel check trains on one core, and
-	# each pass's start and last tests leave a core idle), once the package
-	# is in the environment without TensorFlow: its build and the wheel
-	# check's both write the source tree's build files.
-	$(MAKE) without-tensorflow-package
-	$(MAKE) --jobs=3 --output-sync=target route-without-tensorflow test-pytorch \
-		wheel-check
+	$(MAKE) --jobs=2 --output-sync=target test-pytorch wheel-check
+
+lint: $(STAMP)
+	$(BIN)/ruff check keras_nalu tests examples benchmarks docs
+	$(BIN)/mkdocs build --strict --quiet
 
 test-pytorch: $(STAMP)
 	KERAS_BACKEND=torch OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 -q $(CORE_TESTS)
@@ -90,15 +87,16 @@ $(NO_TF_STAMP): pyproject.toml setup.py
 	$(NO_TF)/venv/bin/pip install --quiet --no-compile -r $(NO_TF)/requirements.txt
 	touch $@
 
-test-without-tensorflow: without-tensorflow-package
-	$(MAKE) route-without-tensorflow
-
-without-tensorflow-package: $(NO_TF_STAMP)
-	$(NO_TF)/venv/bin/pip install --quiet --no-compile --no-deps --force-reinstall .
-
-route-without-tensorflow:
-	rm -rf $(NO_TF)/cache
-	mkdir -p $(NO_TF)/cache
+# The package is installed from a copy of what its build reads: pip builds it
+# in the source tree otherwise, where .venv's editable install may be
+# writing the same build files at the same time.
+test-without-tensorflow: $(NO_TF_STAMP)
+	rm -rf $(NO_TF)/source $(NO_TF)/cache
+	mkdir -p $(NO_TF)/source $(NO_TF)/cache
+	cp -R pyproject.toml setup.py MANIFEST.in README.md LICENSE CITATION.cff keras_nalu \
+	    $(NO_TF)/source
+	$(NO_TF)/venv/bin/pip install --quiet --no-compile --no-deps --force-reinstall \
+	    ./$(NO_TF)/source
 	env -u PYTHONPATH KERAS_BACKEND=jax KERAS_NALU_CACHE_DIR=$(CURDIR)/$(NO_TF)/cache \
 	    $(NO_TF)/venv/bin/python -m pytest -q -n 2 -p no:cacheprovider \
 	    --durations=5 tests/route_without_tensorflow.py tests/sweeps/test_reference.py

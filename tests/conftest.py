@@ -9,7 +9,10 @@ import warnings
 
 import pytest
 
-from tests.backend import BACKEND, enable_float64, float64_arithmetic
+# tests.backend (Keras and its backend) is imported where it is used, in the
+# test workers: the xdist controller that starts them then does not import
+# Keras at all (on a fresh clone, with byte code still to compile, that took
+# as long as a worker's whole start).
 
 #: The environment variable of the threshold cache (`cache_dir`).
 CACHE_VARIABLE = "KERAS_NALU_CACHE_DIR"
@@ -48,6 +51,8 @@ def pytest_unconfigure(config):
 
 def pytest_collection_modifyitems(items):
     """Skips the tests marked `float64` under PyTorch (`float64_arithmetic`)."""
+    from tests.backend import BACKEND, float64_arithmetic
+
     if BACKEND != "torch":
         return
     for item in items:
@@ -61,6 +66,8 @@ def _float64_under_jax(request):
     if request.node.get_closest_marker("float64") is None:
         yield
     else:
+        from tests.backend import enable_float64
+
         with enable_float64():
             yield
 
